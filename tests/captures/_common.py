@@ -1,0 +1,86 @@
+"""Shared helpers for the capture scripts (OTel SDK setup + OTLP serialisation).
+
+Every capture script imports this file by path; it only needs
+opentelemetry-sdk and opentelemetry-exporter-otlp-proto-common (which brings
+opentelemetry-proto + protobuf).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+from pathlib import Path
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+
+class SeededIdGenerator(IdGenerator):
+    """Deterministic trace/span ids so that regenerated fixtures diff cleanly."""
+
+    def __init__(self, seed: int = 4242) -> None:
+        self._rng = random.Random(seed)
+
+    def generate_span_id(self) -> int:
+        return self._rng.getrandbits(64) or 1
+
+    def generate_trace_id(self) -> int:
+        return self._rng.getrandbits(128) or 1
+
+
+def setup_tracing(service_name: str, *, set_global: bool = True, seed: int = 4242):
+    """TracerProvider -> SimpleSpanProcessor -> InMemorySpanExporter."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service_name}),
+        id_generator=SeededIdGenerator(seed),
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if set_global:
+        trace.set_tracer_provider(provider)
+    return provider, exporter
+
+
+_HEX_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+def _b64_to_hex(obj):
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k in _HEX_KEYS and isinstance(v, str):
+                out[k] = base64.b64decode(v).hex()
+            else:
+                out[k] = _b64_to_hex(v)
+        return out
+    if isinstance(obj, list):
+        return [_b64_to_hex(x) for x in obj]
+    return obj
+
+
+def write_otlp(out_dir, spans) -> None:
+    """Write exactly what the OTLP exporter would send: spans.otlp.pb and spans.otlp.json."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    out_dir = Path(out_dir)
+    spans = sorted(spans, key=lambda s: (s.start_time or 0, s.context.span_id))
+    req = encode_spans(spans)  # ExportTraceServiceRequest
+    (out_dir / "spans.otlp.pb").write_bytes(req.SerializeToString())
+    as_dict = MessageToDict(req, use_integers_for_enums=True)
+    (out_dir / "spans.otlp.json").write_text(json.dumps(_b64_to_hex(as_dict), indent=1) + "\n")
+
+
+def write_expected(out_dir, expected: dict) -> None:
+    Path(out_dir, "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
+
+
+def versions(*dists: str) -> dict:
+    from importlib.metadata import version
+
+    return {d: version(d) for d in dists}

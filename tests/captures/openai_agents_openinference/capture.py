@@ -1,0 +1,177 @@
+"""Capture: OpenAI Agents SDK + OpenInference instrumentation, offline.
+
+The model is the SDK's REAL `OpenAIResponsesModel`, talking to an
+`httpx.MockTransport` that returns scripted Responses-API JSON, so the
+spans are exactly those a production run makes (the model span included).
+No network is touched.
+
+Conversation: the SDK's own `SQLiteSession(CONV_ID)` carries history between
+turns, `RunConfig(group_id=CONV_ID)` is the SDK's own trace grouping, and
+OpenInference's `using_session(CONV_ID)` is how OpenInference users tag
+`session.id`.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import _common  # noqa: E402
+
+os.environ.setdefault("OPENAI_API_KEY", "sk-offline-fake")
+provider, exporter = _common.setup_tracing("tooltrail-capture-openai-agents")
+
+import httpx2 as httpx  # noqa: E402  (openai>=3 uses the httpx2 fork)
+from openai import AsyncOpenAI  # noqa: E402
+from openai.types.responses import (  # noqa: E402
+    Response,
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+    ResponseUsage,
+)
+from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails  # noqa: E402
+from openinference.instrumentation import using_session  # noqa: E402
+from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+
+OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+
+from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
+
+CONV_ID = "conv-openai-agents-0001"
+
+
+@function_tool
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    return json.dumps({"city": city, "temp_c": {"Paris": 18, "London": 14, "Berlin": 11}.get(city, 20)})
+
+
+@function_tool
+def get_time(city: str) -> str:
+    """Local time in a city."""
+    return f"12:00 in {city}"
+
+
+@function_tool
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Convert money between currencies."""
+    raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
+
+
+# ---- the scripted model -------------------------------------------------------------
+_n = 0
+
+
+def _call(name, args, cid):
+    return ResponseFunctionToolCall(
+        type="function_call", id=f"fc_{cid}", call_id=cid, name=name, arguments=json.dumps(args), status="completed"
+    )
+
+
+def _text(t):
+    global _n
+    return ResponseOutputMessage(
+        type="message", id=f"msg_{_n}", role="assistant", status="completed",
+        content=[ResponseOutputText(type="output_text", text=t, annotations=[])],
+    )
+
+
+# (turn, user input, [model responses]); each response is a list of output items
+TURNS = [
+    (
+        "What's the weather in Paris and London, and what time is it in Paris?",
+        [
+            [_call("get_weather", {"city": "Paris"}, "call_w_paris"), _call("get_weather", {"city": "London"}, "call_w_london")],
+            [_call("get_time", {"city": "Paris"}, "call_t_paris")],
+            [_text("Paris 18C, London 14C; it is 12:00 in Paris.")],
+        ],
+    ),
+    (
+        "Convert 100 EUR to USD, and tell me the weather in Berlin.",
+        [
+            [_call("convert_currency", {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}, "call_fx")],
+            [_call("get_weather", {"city": "Berlin"}, "call_w_berlin")],
+            [_text("The FX service failed; Berlin is 11C.")],
+        ],
+    ),
+    ("Thanks, that's all!", [[_text("You're welcome!")]]),
+]
+SCRIPT = [resp for _, resps in TURNS for resp in resps]
+
+
+def handler(request: httpx.Request) -> httpx.Response:
+    global _n
+    assert request.url.path.endswith("/responses"), request.url
+    output = SCRIPT[_n]
+    resp = Response(
+        id=f"resp_{_n:03d}", object="response", created_at=1700000000 + _n, model="gpt-4o-mini",
+        output=output, parallel_tool_calls=True, tool_choice="auto", tools=[], status="completed",
+        usage=ResponseUsage(
+            input_tokens=50, output_tokens=10, total_tokens=60,
+            input_tokens_details=InputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+            output_tokens_details=OutputTokensDetails(reasoning_tokens=0),
+        ),
+    )
+    _n += 1
+    return httpx.Response(200, json=json.loads(resp.model_dump_json(exclude_none=True)))
+
+
+async def main():
+    client = AsyncOpenAI(api_key="sk-offline-fake", base_url="http://mock.invalid/v1",
+                         http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)), max_retries=0)
+    agent = Agent(
+        name="travel_assistant",
+        instructions="Help with travel questions. Use tools.",
+        model=OpenAIResponsesModel(model="gpt-4o-mini", openai_client=client),
+        tools=[get_weather, get_time, convert_currency],
+    )
+    session = SQLiteSession(CONV_ID)
+    for user_input, _ in TURNS:
+        with using_session(CONV_ID):
+            result = await Runner.run(
+                agent, user_input, session=session,
+                run_config=RunConfig(group_id=CONV_ID, workflow_name="travel_assistant_chat"),
+            )
+        print("turn output:", result.final_output)
+    assert _n == len(SCRIPT), (_n, len(SCRIPT))
+
+
+asyncio.run(main())
+provider.force_flush()
+
+expected = {
+    "framework": "openai-agents",
+    "library_versions": _common.versions(
+        "openai-agents", "openai", "openinference-instrumentation-openai-agents",
+        "openinference-instrumentation", "opentelemetry-sdk",
+    ),
+    "conversation_id": CONV_ID,
+    "turns": [
+        {"calls": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
+            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
+            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
+        ]},
+        {"calls": [
+            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
+             "error": True, "step": 0, "call_id": "call_fx"},
+            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
+        ]},
+        {"calls": []},
+    ],
+    "notes": (
+        "Model = real OpenAIResponsesModel over httpx.MockTransport (scripted Responses API). "
+        "call_id = the id the model put on the function_call item (appears on the LLM span output; "
+        "tool spans carry none). Step 0 of turn 1 is two parallel function calls in one response "
+        "(the SDK runs them concurrently, so their execution order may vary). "
+        "conversation id set via openinference using_session + RunConfig(group_id) + SQLiteSession."
+    ),
+}
+_common.write_otlp(HERE, exporter.get_finished_spans())
+_common.write_expected(HERE, expected)
+print("spans:", len(exporter.get_finished_spans()))
