@@ -1,4 +1,5 @@
-"""Capture: OpenAI Agents SDK + OpenInference instrumentation, offline.
+"""Capture: OpenAI Agents SDK + OpenInference instrumentation (or, via CAPTURE_INSTRUMENTATION, the official
+OTel GenAI or the Traceloop instrumentation), offline.
 
 The model is the SDK's REAL `OpenAIResponsesModel`, talking to an
 `httpx.MockTransport` that returns scripted Responses-API JSON, so the
@@ -22,8 +23,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import _common  # noqa: E402
 
+# CAPTURE_INSTRUMENTATION: openinference (this dir) | otel (../openai_agents_otel) | traceloop (../openai_agents_traceloop)
+INSTR = os.environ.get("CAPTURE_INSTRUMENTATION", "openinference")
+OUT = Path(os.environ.get("CAPTURE_OUT", HERE))
 os.environ.setdefault("OPENAI_API_KEY", "sk-offline-fake")
-provider, exporter = _common.setup_tracing("tooltrail-capture-openai-agents")
+if INSTR == "otel":  # content capture is opt-in for the official OTel GenAI instrumentations
+    os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+provider, exporter = _common.setup_tracing(os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-openai-agents"))
 
 import httpx2 as httpx  # noqa: E402  (openai>=3 uses the httpx2 fork)
 from openai import AsyncOpenAI  # noqa: E402
@@ -35,10 +42,38 @@ from openai.types.responses import (  # noqa: E402
     ResponseUsage,
 )
 from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails  # noqa: E402
-from openinference.instrumentation import using_session  # noqa: E402
-from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+import contextlib  # noqa: E402
 
-OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+if INSTR == "openinference":
+    from openinference.instrumentation import using_session  # noqa: E402
+    from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    INSTR_DISTS = ("openinference-instrumentation-openai-agents", "openinference-instrumentation")
+else:
+    def using_session(_sid):  # OpenInference-only helper; the others read RunConfig(group_id)
+        return contextlib.nullcontext()
+
+    if INSTR == "otel":
+        from opentelemetry.instrumentation.genai.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+        from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor  # noqa: E402
+
+        # disable_openai_trace_export: do not keep the SDK's default exporter to OpenAI's backend
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, disable_openai_trace_export=True)
+        OpenAIInstrumentor().instrument(tracer_provider=provider)  # the LLM ("chat"/"responses") spans
+        INSTR_DISTS = ("opentelemetry-instrumentation-genai-openai-agents", "opentelemetry-instrumentation-genai-openai",
+                       "opentelemetry-util-genai")
+    elif INSTR == "traceloop":
+        from agents import set_trace_processors  # noqa: E402
+        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+
+        # This instrumentation only *adds* its processor; drop the SDK's default exporter to OpenAI's
+        # backend first (it would try the network).
+        set_trace_processors([])
+        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+        INSTR_DISTS = ("opentelemetry-instrumentation-openai-agents",)
+    else:
+        raise SystemExit(f"unknown CAPTURE_INSTRUMENTATION {INSTR}")
 
 from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
 
@@ -147,9 +182,9 @@ provider.force_flush()
 expected = {
     "framework": "openai-agents",
     "library_versions": _common.versions(
-        "openai-agents", "openai", "openinference-instrumentation-openai-agents",
-        "openinference-instrumentation", "opentelemetry-sdk",
+        "openai-agents", "openai", *INSTR_DISTS, "opentelemetry-sdk",
     ),
+    "instrumentation": INSTR,
     "conversation_id": CONV_ID,
     "turns": [
         {"calls": [
@@ -169,9 +204,10 @@ expected = {
         "call_id = the id the model put on the function_call item (appears on the LLM span output; "
         "tool spans carry none). Step 0 of turn 1 is two parallel function calls in one response "
         "(the SDK runs them concurrently, so their execution order may vary). "
-        "conversation id set via openinference using_session + RunConfig(group_id) + SQLiteSession."
+        "conversation id set via RunConfig(group_id) + SQLiteSession (+ openinference using_session when "
+        "instrumented by OpenInference)."
     ),
 }
-_common.write_otlp(HERE, exporter.get_finished_spans())
-_common.write_expected(HERE, expected)
+_common.write_otlp(OUT, exporter.get_finished_spans())
+_common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()))
