@@ -1,0 +1,1 @@
+"""The REST API (FastAPI) and the app that wires the service together."""

@@ -1,0 +1,70 @@
+"""The application: wires store, writer, ingest, receivers, worker and routes together."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from fastapi import FastAPI
+
+from collector import __version__
+from collector.api import errors
+from collector.api.deps import AppState
+from collector.api.routes import conversations, expectations, health, results, score
+from collector.config import Settings
+from collector.extract import ExtractOptions
+from collector.ingest import Ingest
+from collector.metrics import Metrics
+from collector.receivers import http as http_receiver
+from collector.receivers.grpc import GrpcReceiver
+from collector.store.db import make_engine
+from collector.store.writer import Writer
+from collector.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The FastAPI app; its lifespan runs the writer, the gRPC receiver and maybe a worker."""
+    metrics = Metrics()
+    engine = make_engine(settings.database_url)
+    writer = Writer(engine, metrics, max_batch=settings.writer_max_batch,
+                    max_queue_bytes=settings.max_queue_bytes)
+    ingest = Ingest(writer, metrics, ExtractOptions(
+        conversation_keys=tuple(settings.conversation_keys),
+        keep_plumbing=settings.keep_plumbing,
+    ))
+    grpc_receiver = GrpcReceiver(ingest, settings.host, settings.grpc_port,
+                                 settings.max_request_bytes)
+    worker = Worker(
+        engine, metrics, settle_seconds=settings.settle_seconds,
+        poll_seconds=settings.worker_poll_seconds, batch=settings.worker_batch,
+        lease_seconds=settings.lease_seconds,
+    ) if settings.worker else None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            await stack.enter_async_context(writer)
+            await stack.enter_async_context(grpc_receiver)
+            if worker is not None:
+                await stack.enter_async_context(worker)
+            app.state.grpc_port = grpc_receiver.port
+            yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="tooltrail", version=__version__, lifespan=lifespan,
+        description="OpenTelemetry trace collector that scores whether AI agents call the "
+                    "right tools.",
+    )
+    app.state.tooltrail = AppState(
+        settings=settings, engine=engine, metrics=metrics,
+        wake_worker=worker.wake if worker is not None else None,
+    )
+    errors.install(app)
+    app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
+    for module in (health, conversations, expectations, results, score):
+        app.include_router(module.router)
+    return app

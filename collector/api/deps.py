@@ -1,0 +1,103 @@
+"""What routes get from the app: the store, settings, the worker's wake-up, pagination."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from fastapi import Depends, Query, Request
+from sqlalchemy import Connection, Engine
+
+from collector.api.errors import ApiError
+from collector.config import Settings
+from collector.metrics import Metrics
+
+
+@dataclass
+class AppState:
+    """Long-lived parts the routes use."""
+
+    settings: Settings
+    engine: Engine
+    metrics: Metrics
+    wake_worker: Any = None  # callable or None when no embedded worker runs
+
+
+def state(request: Request) -> AppState:
+    """The AppState of the running app."""
+    found: AppState = request.app.state.tooltrail
+    return found
+
+
+def read_conn(request: Request) -> Iterator[Connection]:
+    """A connection for reads."""
+    with state(request).engine.connect() as conn:
+        yield conn
+
+
+def write_conn(request: Request) -> Iterator[Connection]:
+    """A connection in a transaction, committed when the route returns."""
+    with state(request).engine.begin() as conn:
+        yield conn
+
+
+ReadConn = Annotated[Connection, Depends(read_conn)]
+WriteConn = Annotated[Connection, Depends(write_conn)]
+State = Annotated[AppState, Depends(state)]
+Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
+CursorParam = Annotated[str | None, Query(description="opaque cursor from next_cursor")]
+
+
+def encode_cursor(value: int) -> str:
+    """An opaque cursor for a position."""
+    return base64.urlsafe_b64encode(f"v1:{value}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int | None:
+    """The position an opaque cursor names; 400 when it is not one of ours."""
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, value = text.split(":", 1)
+        if prefix != "v1":
+            raise ValueError(prefix)
+        return int(value)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise ApiError(400, "cursor: not a cursor this API issued") from exc
+
+
+def page(rows: list[dict[str, Any]], limit: int, key: str = "id") -> str | None:
+    """next_cursor for a page: set when the page is full."""
+    return encode_cursor(rows[-1][key]) if len(rows) == limit and rows else None
+
+
+def rfc3339_ns(ns: int | None) -> str | None:
+    """Unix nanoseconds as RFC 3339 UTC."""
+    if not ns:
+        return None
+    return rfc3339(ns / 1e9)
+
+
+def rfc3339(seconds: float | None) -> str | None:
+    """Unix seconds as RFC 3339 UTC (microseconds, Z)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_time(value: str | None, field: str) -> float | None:
+    """An RFC 3339 time parameter as unix seconds; 400 naming the field when it is not one."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ApiError(400, f"{field}: not an RFC 3339 time: {value!r}") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()

@@ -1,0 +1,115 @@
+"""Expectations: create, list, get, new version, deactivate, validate."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Query, Response
+
+from collector.api import convert
+from collector.api.deps import (
+    CursorParam,
+    Limit,
+    ReadConn,
+    State,
+    WriteConn,
+    decode_cursor,
+    page,
+)
+from collector.api.errors import ApiError
+from collector.api.schemas import (
+    ErrorBody,
+    ExpectationCreated,
+    ExpectationOut,
+    ExpectationPage,
+    ValidationOut,
+)
+from collector.store import queries
+from matcher import Expectation, InvalidExpectation, parse_expectation
+
+router = APIRouter(prefix="/api/v1", tags=["expectations"],
+                   responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
+ExpectationBody = Annotated[dict[str, Any], Body(description="an expectation (MATCHING.md)")]
+
+
+def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
+    """Parse an expectation or answer 400 naming the bad field."""
+    try:
+        return parse_expectation(body, require_id=require_id)
+    except InvalidExpectation as exc:
+        raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+
+
+@router.post("/expectations", status_code=201, response_model=ExpectationCreated,
+             responses={409: {"model": ErrorBody}})
+def create_expectation(body: ExpectationBody, conn: WriteConn, app: State) -> ExpectationCreated:
+    """Register an expectation; every stored conversation it applies to is scored."""
+    exp = parse(body)
+    assert exp.id is not None
+    try:
+        version = queries.add_expectation_version(conn, exp.id, exp.to_dict(), must_exist=False)
+    except queries.Conflict as exc:
+        raise ApiError(409, str(exc)) from exc
+    conn.commit()
+    if app.wake_worker is not None:
+        app.wake_worker()
+    return ExpectationCreated(id=exp.id, version=version)
+
+
+@router.post("/expectations:validate", response_model=ValidationOut)
+def validate_expectation(body: ExpectationBody) -> ValidationOut:
+    """Validate without storing: 200 with the normalised form, or 400 naming the field."""
+    return ValidationOut(valid=True, expectation=parse(body, require_id=False).to_dict())
+
+
+@router.get("/expectations", response_model=ExpectationPage)
+def list_expectations(
+    conn: ReadConn, limit: Limit = 50, cursor: CursorParam = None,
+    include_inactive: bool = False,
+) -> ExpectationPage:
+    """The newest version of each expectation."""
+    rows = queries.list_expectations(
+        conn, include_inactive=include_inactive, limit=limit, after_id=decode_cursor(cursor)
+    )
+    return ExpectationPage(data=[convert.expectation(r) for r in rows],
+                           next_cursor=page(rows, limit))
+
+
+@router.get("/expectations/{slug}", response_model=ExpectationOut)
+def get_expectation(
+    slug: str, conn: ReadConn, version: Annotated[int | None, Query(ge=1)] = None
+) -> ExpectationOut:
+    """The newest version, or `version`."""
+    row = queries.latest_expectation(conn, slug, version)
+    if row is None:
+        raise ApiError(404, f"no expectation {slug!r}" + (f" version {version}" if version else ""))
+    return convert.expectation(row)
+
+
+@router.put("/expectations/{slug}", response_model=ExpectationCreated)
+def replace_expectation(
+    slug: str, body: ExpectationBody, conn: WriteConn, app: State
+) -> ExpectationCreated:
+    """Store a new version (history kept); conversations it applies to are rescored."""
+    body = {**body}
+    if body.setdefault("id", slug) != slug:
+        raise ApiError(400, f"id: {body['id']!r} does not match the path {slug!r}")
+    exp = parse(body)
+    try:
+        version = queries.add_expectation_version(conn, slug, exp.to_dict(), must_exist=True)
+    except LookupError as exc:
+        raise ApiError(404, f"no expectation {slug!r}; POST it first") from exc
+    except queries.Conflict as exc:
+        raise ApiError(409, str(exc)) from exc
+    conn.commit()
+    if app.wake_worker is not None:
+        app.wake_worker()
+    return ExpectationCreated(id=slug, version=version)
+
+
+@router.delete("/expectations/{slug}", status_code=204, response_class=Response)
+def deactivate_expectation(slug: str, conn: WriteConn) -> Response:
+    """Deactivate: it is no longer scored; results and history are kept."""
+    if not queries.deactivate_expectation(conn, slug):
+        raise ApiError(404, f"no expectation {slug!r}")
+    return Response(status_code=204)

@@ -1,0 +1,57 @@
+"""Results across conversations, and recent ingest errors."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from collector.api import convert
+from collector.api.deps import (
+    CursorParam,
+    Limit,
+    ReadConn,
+    decode_cursor,
+    page,
+    parse_time,
+    rfc3339,
+)
+from collector.api.errors import ApiError
+from collector.api.schemas import ErrorBody, IngestErrorList, IngestErrorOut, ResultPage
+from collector.store import queries
+
+router = APIRouter(prefix="/api/v1", tags=["results"], responses={400: {"model": ErrorBody}})
+
+
+@router.get("/results", response_model=ResultPage)
+def list_results(
+    conn: ReadConn, limit: Limit = 50, cursor: CursorParam = None,
+    expectation: str | None = None, conversation: str | None = None,
+    passed: bool | None = None,
+    since: Annotated[str | None, Query(description="RFC 3339, scored at or after")] = None,
+    until: Annotated[str | None, Query(description="RFC 3339, scored at or before")] = None,
+    all: Annotated[bool, Query(description="include superseded results")] = False,
+) -> ResultPage:
+    """Results, newest first."""
+    conversation_id = None
+    if conversation is not None:
+        row = queries.get_conversation(conn, conversation)
+        if row is None:
+            raise ApiError(404, f"no conversation {conversation!r}")
+        conversation_id = row["id"]
+    rows = queries.list_results(
+        conn, limit=limit, before_id=decode_cursor(cursor), expectation=expectation,
+        conversation_id=conversation_id, passed=passed, since=parse_time(since, "since"),
+        until=parse_time(until, "until"), history=all,
+    )
+    return ResultPage(data=[convert.result(r, r["conversation_key"]) for r in rows],
+                      next_cursor=page(rows, limit))
+
+
+@router.get("/ingest/errors", response_model=IngestErrorList)
+def ingest_errors(conn: ReadConn, limit: Limit = 50) -> IngestErrorList:
+    """The most recent rejected requests and spans, with why."""
+    rows = queries.recent_ingest_errors(conn, limit)
+    return IngestErrorList(data=[
+        IngestErrorOut(**{**r, "at": rfc3339(r["at"])}) for r in rows
+    ])

@@ -1,0 +1,91 @@
+"""The one settings object: built once in the CLI and passed down; nothing else reads the
+environment."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MIB = 1024 * 1024
+
+
+class Settings(BaseSettings):
+    """Service configuration: `TOOLTRAIL_*` environment variables, a YAML/TOML/JSON file, flags."""
+
+    model_config = SettingsConfigDict(env_prefix="TOOLTRAIL_", extra="forbid", frozen=True)
+
+    database_url: str = Field(
+        "sqlite:///tooltrail.db",
+        description="SQLAlchemy URL; postgresql+psycopg://... selects PostgreSQL",
+    )
+    host: str = Field("127.0.0.1", description="bind address of both receivers and the REST API")
+    http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP + REST port (0: any free)")
+    grpc_port: int = Field(4317, ge=0, le=65535, description="OTLP/gRPC port (0: any free)")
+    settle_seconds: float = Field(
+        2.0, ge=0, description="a conversation is scored once quiet this long"
+    )
+    worker: bool = Field(True, description="run the embedded scoring worker in `serve`")
+    migrate: bool = Field(True, description="apply migrations when `serve` starts")
+    max_request_bytes: int = Field(
+        64 * MIB, gt=0, description="largest OTLP request accepted, after decompression"
+    )
+    max_queue_bytes: int = Field(
+        256 * MIB, gt=0, description="bytes of decoded requests waiting for the writer"
+    )
+    writer_max_batch: int = Field(
+        256, gt=0, description="most requests committed in one transaction"
+    )
+    worker_poll_seconds: float = Field(0.25, gt=0, description="worker idle poll interval")
+    worker_batch: int = Field(64, gt=0, description="conversations claimed per worker round")
+    lease_seconds: float = Field(60.0, gt=0, description="a claimed conversation's lease")
+    conversation_keys: list[str] = Field(
+        default_factory=lambda: [
+            "traceloop.association.properties.session_id",
+            "ai.telemetry.metadata.sessionId",
+        ],
+        description="extra span/resource attribute keys that carry a conversation id",
+    )
+    keep_plumbing: bool = Field(
+        False, description="keep framework plumbing tool calls (adk_*, handoffs, final_result)"
+    )
+    log_level: str = Field("info", description="debug | info | warning | error")
+
+    @classmethod
+    def load(cls, config_file: str | Path | None = None, **overrides: Any) -> Settings:
+        """Settings from (lowest first) defaults, a config file, the environment, then overrides."""
+        file_values: dict[str, Any] = {}
+        if config_file is not None:
+            file_values = read_config_file(Path(config_file))
+        env_values = cls().model_dump(exclude_defaults=True)
+        merged = {
+            **file_values,
+            **env_values,
+            **{k: v for k, v in overrides.items() if v is not None},
+        }
+        return cls(**merged)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """True when the store is the embedded SQLite database."""
+        return self.database_url.startswith("sqlite")
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a YAML, TOML or JSON settings file into a dict of field values."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".toml":
+        data: Any = tomllib.loads(text)
+    elif path.suffix == ".json":
+        data = json.loads(text)
+    else:
+        data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of settings")
+    section = data.get("tooltrail", data)
+    return {str(k).replace("-", "_"): v for k, v in section.items()}

@@ -1,0 +1,129 @@
+"""The one walk over an OTLP request (resource → scope → span), into plain Python views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A span event: its name and attributes."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SpanView:
+    """One span with its resource, decoded to plain Python values."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    resource: dict[str, Any]
+    scope: str
+    status_error: bool
+    status_message: str
+    events: tuple[Event, ...]
+
+    @property
+    def service(self) -> str | None:
+        """The resource's `service.name`, if any."""
+        value = self.resource.get("service.name")
+        return str(value) if value is not None else None
+
+
+class BadSpan(ValueError):
+    """A span whose identity is invalid; it is rejected alone."""
+
+
+def any_value(value: AnyValue, depth: int = 0) -> Any:
+    """Convert an OTLP AnyValue to a JSON-like Python value."""
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "string_value":
+        return clean_text(value.string_value)
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "int_value":
+        return value.int_value
+    if kind == "double_value":
+        return value.double_value
+    if kind == "bytes_value":
+        return value.bytes_value.hex()
+    if depth >= MAX_DEPTH:
+        return None
+    if kind == "array_value":
+        return [any_value(v, depth + 1) for v in value.array_value.values]
+    return {kv.key: any_value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+
+
+def clean_text(text: str) -> str:
+    """Replace NUL characters, which PostgreSQL text and JSON cannot hold."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    """Decode a repeated KeyValue field into a dict (a later duplicate key wins)."""
+    out: dict[str, Any] = {}
+    kv: KeyValue
+    for kv in pairs:
+        out[clean_text(kv.key)] = any_value(kv.value)
+    return out
+
+
+def _hex_id(raw: bytes, size: int, what: str) -> str:
+    if len(raw) != size:
+        raise BadSpan(f"{what} must be {size} bytes, got {len(raw)}")
+    if raw == bytes(size):
+        raise BadSpan(f"{what} is all zeros")
+    return raw.hex()
+
+
+def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
+    """Decode one span; raises BadSpan when its ids are invalid."""
+    trace_id = _hex_id(span.trace_id, 16, "trace_id")
+    span_id = _hex_id(span.span_id, 8, "span_id")
+    parent = span.parent_span_id.hex() if span.parent_span_id and any(span.parent_span_id) else None
+    if parent is not None and len(span.parent_span_id) != 8:
+        raise BadSpan(f"parent_span_id must be 8 bytes, got {len(span.parent_span_id)}")
+    return SpanView(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name=clean_text(span.name),
+        start_ns=span.start_time_unix_nano,
+        end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
+        attributes=attributes(span.attributes),
+        resource=resource,
+        scope=scope,
+        status_error=span.status.code == Status.STATUS_CODE_ERROR,
+        status_message=clean_text(span.status.message),
+        events=tuple(
+            Event(clean_text(e.name), e.time_unix_nano, attributes(e.attributes))
+            for e in span.events
+        ),
+    )
+
+
+def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Span, dict[str, Any], str]]:
+    """Every span of the request with its decoded resource attributes and scope name."""
+    for resource_spans in request.resource_spans:
+        resource = attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                yield span, resource, scope_spans.scope.name

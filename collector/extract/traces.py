@@ -1,0 +1,112 @@
+"""What spans say about their trace: conversation key, turn root, agents (CONVENTIONS.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from collector.extract.otlp import SpanView
+from collector.model import KEY_FROM_ROOT, KEY_FROM_SPAN, KEY_FROM_TRACE, TraceInfo
+
+CONVERSATION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "gcp.vertex.agent.session_id",
+    "langfuse.session.id",
+)
+AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+AGENT_ROOT_NAMES = frozenset({"Agent workflow", "ai.generateText", "ai.streamText"})
+GENAI_PREFIXES = ("gen_ai.", "openinference.", "llm.", "traceloop.", "ai.", "gcp.vertex.agent.")
+MAX_SELECTOR_ATTRIBUTES = 64
+
+
+def conversation_key(span: SpanView, extra_keys: Sequence[str]) -> str | None:
+    """The conversation id a span (or its resource) carries, if any."""
+    for source in (span.attributes, span.resource):
+        for key in (*CONVERSATION_KEYS, *extra_keys):
+            value = source.get(key)
+            if value is not None and str(value).strip():
+                return str(value).strip()
+    return None
+
+
+def is_agent_span(span: SpanView) -> bool:
+    """True for spans that mark a top-level or nested agent run."""
+    attrs = span.attributes
+    if attrs.get("gen_ai.operation.name") in AGENT_OPERATIONS:
+        return True
+    if attrs.get("openinference.span.kind") == "AGENT":
+        return True
+    if span.name in AGENT_ROOT_NAMES:
+        return True
+    if span.parent_span_id is None:
+        return any(key.startswith(GENAI_PREFIXES) for key in attrs)
+    return False
+
+
+@dataclass(slots=True)
+class TraceAccumulator:
+    """Collects one trace's facts from the spans of one request."""
+
+    trace_id: str
+    key: str | None = None
+    rank: int = KEY_FROM_TRACE
+    key_start: int = 0
+    service: str | None = None
+    agents: set[str] = field(default_factory=set)
+    agent_start: int | None = None
+    agent_end: int | None = None
+    any_start: int | None = None
+    any_end: int | None = None
+    has_agent_root: bool = False
+    relevant: bool = False
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, span: SpanView, extra_keys: Sequence[str], is_tool: bool) -> None:
+        """Fold one span of this trace in."""
+        self.service = self.service or span.service
+        key = conversation_key(span, extra_keys)
+        if key is not None:
+            rank = KEY_FROM_ROOT if span.parent_span_id is None else KEY_FROM_SPAN
+            if rank > self.rank or (rank == self.rank and span.start_ns < self.key_start):
+                self.key, self.rank, self.key_start = key, rank, span.start_ns
+            self.relevant = True
+        agent_name = span.attributes.get("gen_ai.agent.name")
+        if isinstance(agent_name, str) and agent_name:
+            self.agents.add(agent_name)
+        if is_agent_span(span):
+            self.has_agent_root = self.relevant = True
+            self.agent_start = min(self.agent_start or span.start_ns, span.start_ns)
+            self.agent_end = max(self.agent_end or span.end_ns, span.end_ns)
+            self._keep_attributes(span.attributes)
+        if is_tool:
+            self.relevant = True
+        self.any_start = min(self.any_start or span.start_ns, span.start_ns)
+        self.any_end = max(self.any_end or span.end_ns, span.end_ns)
+        if not self.attributes or span.parent_span_id is None:
+            self._keep_attributes(span.resource)
+
+    def _keep_attributes(self, source: dict[str, Any]) -> None:
+        for key, value in source.items():
+            if len(self.attributes) >= MAX_SELECTOR_ATTRIBUTES:
+                return
+            if isinstance(value, str | int | float | bool) and not key.startswith("gen_ai.input"):
+                self.attributes.setdefault(key, value)
+
+    def info(self) -> TraceInfo:
+        """The TraceInfo this trace's spans add up to."""
+        start = self.agent_start if self.agent_start is not None else self.any_start or 0
+        end = self.agent_end if self.agent_end is not None else self.any_end or start
+        return TraceInfo(
+            trace_id=self.trace_id,
+            turn_key=self.trace_id,
+            conversation_key=self.key or self.trace_id,
+            key_rank=self.rank if self.key else KEY_FROM_TRACE,
+            service=self.service,
+            agents=frozenset(self.agents),
+            start_ns=start,
+            end_ns=end,
+            has_agent_root=self.has_agent_root,
+            attributes=self.attributes,
+        )

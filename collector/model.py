@@ -1,0 +1,74 @@
+"""Frozen domain types that flow from extraction to the writer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# How sure we are of a trace's conversation key; a higher rank replaces a lower one.
+KEY_FROM_TRACE = 0  # no key seen: the trace id stands in (a one-turn conversation)
+KEY_FROM_SPAN = 1  # a non-root span of the trace carried the key
+KEY_FROM_ROOT = 2  # the trace's root span carried the key
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool execution found in a span."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    call_id: str | None
+    arguments: Any
+    arguments_raw: str | None
+    result: Any
+    error: str | None
+    status: str
+    start_ns: int
+    end_ns: int
+    convention: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TraceInfo:
+    """What the spans of one trace in one request say about its conversation and turn."""
+
+    trace_id: str
+    turn_key: str
+    conversation_key: str
+    key_rank: int
+    service: str | None
+    agents: frozenset[str]
+    start_ns: int
+    end_ns: int
+    has_agent_root: bool
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedSpan:
+    """A span that could not be accepted, and why."""
+
+    trace_id: str
+    span_id: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Everything one OTLP request contributes to the store."""
+
+    calls: tuple[ToolCall, ...]
+    traces: tuple[TraceInfo, ...]
+    rejected: tuple[RejectedSpan, ...] = ()  # invalid spans: counted in partial_success
+    unextracted: tuple[RejectedSpan, ...] = ()  # valid spans that look like tool calls but aren't
+    span_count: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing in the request needs writing."""
+        return not self.calls and not self.traces

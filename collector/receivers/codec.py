@@ -1,0 +1,139 @@
+"""Decoding OTLP request bodies (protobuf, JSON, gzip/deflate) and encoding answers."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
+from collector.ingest import IngestResult
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+CHUNK = 256 * 1024
+
+
+def media_type(content_type: str | None) -> str:
+    """The OTLP media type of a Content-Type header; raises UnsupportedMediaType otherwise."""
+    base = (content_type or "").split(";", 1)[0].strip().lower()
+    if base in (PROTOBUF, JSON):
+        return base
+    raise UnsupportedMediaType(
+        f"unsupported content type {content_type!r}: use {PROTOBUF} or {JSON}"
+    )
+
+
+def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
+    """Undo Content-Encoding, never producing more than `limit` bytes (a bomb is a 413)."""
+    name = (encoding or "identity").strip().lower()
+    if name in ("", "identity"):
+        return body
+    if name == "gzip":
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    elif name == "deflate":
+        inflater = zlib.decompressobj()
+    else:
+        raise InvalidPayload(f"unsupported content encoding {encoding!r}: use gzip or deflate")
+    out = bytearray()
+    data = body
+    try:
+        while data:
+            out += inflater.decompress(data, CHUNK)
+            if len(out) > limit:
+                raise PayloadTooLarge(f"request exceeds {limit} bytes after decompression")
+            data = inflater.unconsumed_tail
+        out += inflater.flush()
+    except zlib.error as exc:
+        raise InvalidPayload(f"body is not valid {name}: {exc}") from exc
+    if len(out) > limit:
+        raise PayloadTooLarge(f"request exceeds {limit} bytes after decompression")
+    return bytes(out)
+
+
+def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
+    """Parse an ExportTraceServiceRequest; raises InvalidPayload when it cannot be parsed."""
+    request = ExportTraceServiceRequest()
+    if media == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, ValueError) as exc:
+            raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
+        return request
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidPayload(f"body is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidPayload("OTLP/JSON body must be an object")
+    try:
+        json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
+        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {exc}") from exc
+    return request
+
+
+def _hex_to_b64(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        raw = bytes.fromhex(value)
+    except ValueError:
+        try:  # tolerate producers that send base64, as protobuf's JSON mapping does
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raw = b""  # left empty: the span is then rejected alone for its bad id
+    return base64.b64encode(raw).decode()
+
+
+def _ids_to_base64(data: dict[str, Any]) -> dict[str, Any]:
+    """OTLP/JSON carries ids as hex; protobuf's JSON mapping expects base64."""
+    for rs in _list(data.get("resourceSpans")):
+        for ss in _list(rs.get("scopeSpans") if isinstance(rs, dict) else None):
+            for span in _list(ss.get("spans") if isinstance(ss, dict) else None):
+                if not isinstance(span, dict):
+                    continue
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = _hex_to_b64(span[key])
+                for link in _list(span.get("links")):
+                    if isinstance(link, dict):
+                        for key in ("traceId", "spanId"):
+                            if key in link:
+                                link[key] = _hex_to_b64(link[key])
+    return data
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def encode(message: Message, media: str) -> bytes:
+    """Serialise a response or status in the request's media type."""
+    if media == JSON:
+        return json.dumps(json_format.MessageToDict(message)).encode()
+    return message.SerializeToString()
+
+
+def response_for(result: IngestResult) -> ExportTraceServiceResponse:
+    """The OTLP response: empty on full success, else partial_success."""
+    response = ExportTraceServiceResponse()
+    if result.rejected_spans or result.error_message:
+        response.partial_success.rejected_spans = result.rejected_spans
+        response.partial_success.error_message = result.error_message
+    return response
+
+
+def status_for(code: int, message: str) -> status_pb2.Status:
+    """A google.rpc.Status body for an HTTP error answer."""
+    return status_pb2.Status(code=code, message=message)

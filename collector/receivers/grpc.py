@@ -1,0 +1,104 @@
+"""OTLP/gRPC receiver: opentelemetry.proto.collector.trace.v1.TraceService/Export."""
+
+from __future__ import annotations
+
+import logging
+import math
+from types import TracebackType
+
+import grpc
+from google.protobuf import duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
+from collector.ingest import Ingest
+from collector.receivers.codec import PROTOBUF, decode_request, response_for
+
+log = logging.getLogger(__name__)
+TRANSPORT = "grpc"
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+def abort_status(exc: Exception) -> grpc.Status:
+    """The one mapping from our errors to gRPC status (with RetryInfo when retrying helps)."""
+    if isinstance(exc, Overloaded):
+        retry = error_details_pb2.RetryInfo()
+        seconds = max(1, math.ceil(exc.retry_after))
+        retry.retry_delay.CopyFrom(duration_pb2.Duration(seconds=seconds))
+        status = status_pb2.Status(code=code_pb2.UNAVAILABLE, message=str(exc))
+        status.details.add().Pack(retry)
+        return rpc_status.to_status(status)
+    too_large = isinstance(exc, PayloadTooLarge)
+    code = code_pb2.RESOURCE_EXHAUSTED if too_large else code_pb2.INVALID_ARGUMENT
+    return rpc_status.to_status(status_pb2.Status(code=code, message=str(exc)))
+
+
+class TraceService:
+    """Export decodes the request itself (so an undecodable body is INVALID_ARGUMENT, not
+    INTERNAL), hands it to ingest and answers as OTLP says."""
+
+    def __init__(self, ingest: Ingest) -> None:
+        self.ingest = ingest
+
+    async def export(
+        self, body: bytes, context: grpc.aio.ServicerContext
+    ) -> ExportTraceServiceResponse:
+        try:
+            self.ingest.check_room(len(body))
+            request = decode_request(body, PROTOBUF)
+            result = await self.ingest(request, len(body), TRANSPORT)
+        except (InvalidPayload, Overloaded) as exc:
+            kind = "overloaded" if isinstance(exc, Overloaded) else "invalid"
+            self.ingest.reject_request(TRANSPORT, kind, str(exc))
+            status = abort_status(exc)
+            await context.abort(status.code, status.details, status.trailing_metadata)
+            raise  # unreachable: abort raises
+        return response_for(result)
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """The generic handler that serves TraceService/Export with raw request bytes."""
+        method = grpc.unary_unary_rpc_method_handler(
+            self.export,
+            request_deserializer=None,
+            response_serializer=ExportTraceServiceResponse.SerializeToString,
+        )
+        return grpc.method_handlers_generic_handler(SERVICE, {"Export": method})
+
+
+class GrpcReceiver:
+    """The gRPC server as an async context manager; `port` is the bound port after start."""
+
+    def __init__(self, ingest: Ingest, host: str, port: int, max_message_bytes: int) -> None:
+        self.ingest = ingest
+        self.host = host
+        self.port = port
+        self.max_message_bytes = max_message_bytes
+        self._server: grpc.aio.Server | None = None
+
+    async def __aenter__(self) -> GrpcReceiver:
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", self.max_message_bytes),
+                ("grpc.max_send_message_length", 16 * 1024 * 1024),
+            ]
+        )
+        server.add_generic_rpc_handlers((TraceService(self.ingest).handler(),))
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.port = server.add_insecure_port(f"{host}:{self.port}")
+        await server.start()
+        self._server = server
+        log.info("OTLP/gRPC listening on %s:%d", self.host, self.port)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop accepting, let in-flight exports finish (up to 5 s). Safe if never started."""
+        if self._server is not None:
+            await self._server.stop(grace=5)
+            self._server = None

@@ -1,0 +1,77 @@
+"""OTLP/HTTP receiver: POST /v1/traces (protobuf or JSON, gzip or deflate)."""
+
+from __future__ import annotations
+
+import math
+
+from fastapi import APIRouter, Request, Response
+
+from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, UnsupportedMediaType
+from collector.ingest import Ingest
+from collector.receivers.codec import (
+    PROTOBUF,
+    decode_request,
+    decompress,
+    encode,
+    media_type,
+    response_for,
+    status_for,
+)
+
+TRANSPORT = "http"
+GRPC_INVALID_ARGUMENT, GRPC_RESOURCE_EXHAUSTED, GRPC_UNAVAILABLE = 3, 8, 14
+
+
+def error_response(exc: Exception, media: str) -> Response:
+    """The one mapping from our errors to OTLP/HTTP answers."""
+    if isinstance(exc, Overloaded):
+        body = encode(status_for(GRPC_UNAVAILABLE, str(exc)), media)
+        retry = str(max(1, math.ceil(exc.retry_after)))
+        return Response(body, 503, media_type=media, headers={"Retry-After": retry})
+    if isinstance(exc, UnsupportedMediaType):
+        return Response(encode(status_for(GRPC_INVALID_ARGUMENT, str(exc)), media), 415,
+                        media_type=media)
+    if isinstance(exc, PayloadTooLarge):
+        return Response(encode(status_for(GRPC_RESOURCE_EXHAUSTED, str(exc)), media), 413,
+                        media_type=media)
+    return Response(encode(status_for(GRPC_INVALID_ARGUMENT, str(exc)), media), 400,
+                    media_type=media)
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refusing (413) as soon as it grows past `limit`."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"request body of {declared} bytes exceeds {limit}")
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise PayloadTooLarge(f"request body exceeds {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def router(ingest: Ingest, max_request_bytes: int) -> APIRouter:
+    """The /v1/traces route bound to one ingest path."""
+    api = APIRouter()
+
+    @api.post("/v1/traces", include_in_schema=False)
+    async def export_traces(request: Request) -> Response:
+        media = PROTOBUF
+        try:
+            media = media_type(request.headers.get("content-type"))
+            declared = request.headers.get("content-length")
+            ingest.check_room(int(declared) if declared and declared.isdigit() else 0)
+            raw = await read_body(request, max_request_bytes)
+            body = decompress(raw, request.headers.get("content-encoding"), max_request_bytes)
+            otlp = decode_request(body, media)
+            result = await ingest(otlp, len(body), TRANSPORT)
+        except (InvalidPayload, Overloaded) as exc:
+            kind = "overloaded" if isinstance(exc, Overloaded) else "invalid"
+            ingest.reject_request(TRANSPORT, kind, str(exc))
+            return error_response(exc, media)
+        return Response(encode(response_for(result), media), 200, media_type=media)
+
+    return api

@@ -1,0 +1,1 @@
+"""The SQL store: tables, the engine, the group-commit writer and the read queries."""

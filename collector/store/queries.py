@@ -1,0 +1,190 @@
+"""Read and write queries behind the REST API. Routes call these; they never build SQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Connection, and_, func, select, update
+from sqlalchemy.exc import IntegrityError
+
+from collector.store.tables import (
+    conversations,
+    expectations,
+    ingest_errors,
+    jobs,
+    results,
+    tool_calls,
+    turns,
+)
+
+
+class Conflict(Exception):
+    """The write conflicts with what is stored (409)."""
+
+
+def list_conversations(
+    conn: Connection, *, limit: int, before_id: int | None, service: str | None = None,
+    tool: str | None = None, since_ns: int | None = None, until_ns: int | None = None,
+    has_errors: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Conversations, newest first (by id), filtered."""
+    c = conversations.c
+    query = select(conversations).order_by(c.id.desc()).limit(limit)
+    if before_id is not None:
+        query = query.where(c.id < before_id)
+    if service is not None:
+        query = query.where(c.service == service)
+    if since_ns is not None:
+        query = query.where(c.end_ns >= since_ns)
+    if until_ns is not None:
+        query = query.where(c.start_ns <= until_ns)
+    if has_errors is not None:
+        query = query.where(c.error_count > 0 if has_errors else c.error_count == 0)
+    if tool is not None:
+        query = query.where(
+            select(tool_calls.c.id)
+            .where(tool_calls.c.conversation_id == c.id, tool_calls.c.name == tool)
+            .exists()
+        )
+    return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
+    """One conversation row by key."""
+    row = conn.execute(select(conversations).where(conversations.c.key == key)).first()
+    return None if row is None else dict(row._mapping)
+
+
+def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str, Any]]:
+    """The turns in start order, each with its tool calls in (step, start) order."""
+    turn_rows = [
+        dict(r._mapping)
+        for r in conn.execute(
+            select(turns).where(turns.c.conversation_id == conversation_id)
+            .order_by(turns.c.start_ns, turns.c.id)
+        )
+    ]
+    t = tool_calls.c
+    calls: dict[int, list[dict[str, Any]]] = {row["id"]: [] for row in turn_rows}
+    for r in conn.execute(
+        select(tool_calls).where(t.conversation_id == conversation_id)
+        .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
+    ):
+        calls.setdefault(r.turn_id, []).append(dict(r._mapping))
+    for row in turn_rows:
+        row["tool_calls"] = calls.get(row["id"], [])
+    return turn_rows
+
+
+def conversation_results(
+    conn: Connection, conversation_id: int, *, history: bool
+) -> list[dict[str, Any]]:
+    """Current results (or every result with `history`) of one conversation, newest first."""
+    r = results.c
+    query = select(results).where(r.conversation_id == conversation_id)
+    if not history:
+        query = query.where(r.current)
+    query = query.order_by(r.expectation, r.scored_at.desc(), r.id.desc())
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def latest_expectation(
+    conn: Connection, slug: str, version: int | None = None
+) -> dict[str, Any] | None:
+    """The newest version of an expectation (or the given version)."""
+    e = expectations.c
+    query = select(expectations).where(e.slug == slug)
+    query = query.where(e.version == version) if version else query.order_by(e.version.desc())
+    row = conn.execute(query.limit(1)).first()
+    return None if row is None else dict(row._mapping)
+
+
+def list_expectations(
+    conn: Connection, *, include_inactive: bool, limit: int, after_id: int | None
+) -> list[dict[str, Any]]:
+    """The newest version of each expectation, by id of that version."""
+    e = expectations.c
+    newest = select(e.slug, func.max(e.version).label("v")).group_by(e.slug).subquery()
+    query = (
+        select(expectations)
+        .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.v))
+        .order_by(e.id).limit(limit)
+    )
+    if not include_inactive:
+        query = query.where(e.active)
+    if after_id is not None:
+        query = query.where(e.id > after_id)
+    return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def add_expectation_version(
+    conn: Connection, slug: str, body: dict[str, Any], *, must_exist: bool
+) -> int:
+    """Store a new version and queue a rescoring job for it; returns the version number."""
+    current = latest_expectation(conn, slug)
+    if must_exist and current is None:
+        raise LookupError(slug)
+    if not must_exist and current is not None and current["active"]:
+        raise Conflict(f"expectation {slug!r} exists; PUT a new version instead")
+    version = 1 if current is None else current["version"] + 1
+    now = time.time()
+    try:
+        conn.execute(expectations.insert().values(
+            slug=slug, version=version, body=body, active=True, created_at=now
+        ))
+    except IntegrityError as exc:  # a concurrent writer took this version number
+        raise Conflict(f"expectation {slug!r} was changed concurrently; retry") from exc
+    total = conn.execute(select(func.count()).select_from(conversations)).scalar_one()
+    conn.execute(jobs.insert().values(
+        expectation=slug, expectation_version=version, status="queued", cursor=0, total=total,
+        done=0, failed=0, created_at=now, updated_at=now,
+    ))
+    return version
+
+
+def deactivate_expectation(conn: Connection, slug: str) -> bool:
+    """Deactivate every version (results and history are kept). False if unknown."""
+    done = conn.execute(
+        update(expectations).where(expectations.c.slug == slug).values(active=False)
+    )
+    conn.execute(
+        update(jobs).where(jobs.c.expectation == slug, jobs.c.status.in_(("queued", "running")))
+        .values(status="cancelled", updated_at=time.time())
+    )
+    return done.rowcount > 0
+
+
+def list_results(
+    conn: Connection, *, limit: int, before_id: int | None, expectation: str | None,
+    conversation_id: int | None, passed: bool | None, since: float | None, until: float | None,
+    history: bool = False,
+) -> list[dict[str, Any]]:
+    """Results newest first, filtered."""
+    r = results.c
+    query = (
+        select(results, conversations.c.key.label("conversation_key"))
+        .join(conversations, conversations.c.id == r.conversation_id)
+        .order_by(r.id.desc()).limit(limit)
+    )
+    if not history:
+        query = query.where(r.current)
+    for column, value in ((r.expectation, expectation), (r.conversation_id, conversation_id),
+                          (r.passed, passed)):
+        if value is not None:
+            query = query.where(column == value)
+    if before_id is not None:
+        query = query.where(r.id < before_id)
+    if since is not None:
+        query = query.where(r.scored_at >= since)
+    if until is not None:
+        query = query.where(r.scored_at <= until)
+    return [dict(row._mapping) for row in conn.execute(query)]
+
+
+def recent_ingest_errors(conn: Connection, limit: int) -> Sequence[dict[str, Any]]:
+    """The most recent rejected requests and spans."""
+    e = ingest_errors.c
+    rows = conn.execute(select(ingest_errors).order_by(e.id.desc()).limit(limit))
+    return [dict(r._mapping) for r in rows]

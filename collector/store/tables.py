@@ -1,0 +1,169 @@
+"""Table definitions (SQLAlchemy Core). One schema for SQLite and PostgreSQL.
+
+Span times are unix nanoseconds (BigInteger); service-side times are unix seconds (Float).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData()
+
+Id = BigInteger().with_variant(Integer(), "sqlite")  # SQLite autoincrements INTEGER PRIMARY KEY
+Json = JSON().with_variant(JSONB(), "postgresql")
+
+
+def owner() -> ForeignKey:
+    """A fresh foreign key to the owning conversation (deleted with it)."""
+    return ForeignKey("conversations.id", ondelete="CASCADE")
+
+
+conversations = Table(
+    "conversations",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("key", Text, nullable=False, unique=True),
+    Column("service", Text),
+    Column("agents", Json, nullable=False, default=list),
+    Column("attributes", Json, nullable=False, default=dict),
+    Column("first_seen", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Column("start_ns", BigInteger, nullable=False, default=0),
+    Column("end_ns", BigInteger, nullable=False, default=0),
+    Column("turn_count", Integer, nullable=False, default=0),
+    Column("call_count", Integer, nullable=False, default=0),
+    Column("error_count", Integer, nullable=False, default=0),
+    Column("change_seq", Integer, nullable=False, default=1),
+    Column("scored_seq", Integer, nullable=False, default=0),
+    Column("lease_until", Float),
+    Column("lease_owner", Text),
+    Index("ix_conversations_dirty", "scored_seq", "change_seq", "last_seen"),
+    Index("ix_conversations_start", "start_ns"),
+)
+
+turns = Table(
+    "turns",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("turn_key", Text, nullable=False, unique=True),
+    Column("trace_id", Text, nullable=False),
+    Column("start_ns", BigInteger, nullable=False),
+    Column("end_ns", BigInteger, nullable=False),
+    Column("key_rank", Integer, nullable=False),
+    Column("has_agent_root", Boolean, nullable=False, default=False),
+    Column("agents", Json, nullable=False, default=list),
+    Index("ix_turns_conversation", "conversation_id", "start_ns"),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("turn_id", Id, ForeignKey("turns.id", ondelete="CASCADE"), nullable=False),
+    Column("trace_id", Text, nullable=False),
+    Column("span_id", Text, nullable=False),
+    Column("parent_span_id", Text),
+    Column("call_id", Text),
+    Column("name", Text, nullable=False),
+    Column("arguments", Json),
+    Column("arguments_raw", Text),
+    Column("result", Json),
+    Column("error", Text),
+    Column("status", Text, nullable=False),
+    Column("start_ns", BigInteger, nullable=False),
+    Column("end_ns", BigInteger, nullable=False),
+    Column("step", Integer),
+    Column("convention", Text, nullable=False),
+    Column("executed", Boolean, nullable=False, default=True),
+    Column("attributes", Json, nullable=False, default=dict),
+    UniqueConstraint("trace_id", "span_id", name="uq_tool_calls_span"),
+    Index("ix_tool_calls_turn", "turn_id", "start_ns"),
+    Index("ix_tool_calls_conversation", "conversation_id"),
+    Index("ix_tool_calls_name", "name"),
+)
+
+expectations = Table(
+    "expectations",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("slug", Text, nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("body", Json, nullable=False),
+    Column("active", Boolean, nullable=False, default=True),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("slug", "version", name="uq_expectations_version"),
+)
+
+results = Table(
+    "results",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column(
+        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("expectation", Text, nullable=False),
+    Column("expectation_version", Integer, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("change_seq", Integer, nullable=False),
+    Column("current", Boolean, nullable=False, default=True),
+    Column("passed", Boolean, nullable=False),
+    Column("score", Float, nullable=False),
+    Column("precision", Float, nullable=False),
+    Column("recall", Float, nullable=False),
+    Column("f1", Float, nullable=False),
+    Column("detail", Json, nullable=False),
+    Column("scored_at", Float, nullable=False),
+    Index("ix_results_conversation", "conversation_id", "expectation", "current"),
+    Index("ix_results_expectation", "expectation", "current", "scored_at"),
+)
+
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("expectation", Text, nullable=False),
+    Column("expectation_version", Integer, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("cursor", BigInteger, nullable=False, default=0),
+    Column("total", Integer, nullable=False, default=0),
+    Column("done", Integer, nullable=False, default=0),
+    Column("failed", Integer, nullable=False, default=0),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column("lease_until", Float),
+    Index("ix_jobs_status", "status"),
+)
+
+ingest_errors = Table(
+    "ingest_errors",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("at", Float, nullable=False),
+    Column("kind", Text, nullable=False),
+    Column("transport", Text, nullable=False),
+    Column("message", Text, nullable=False),
+    Column("trace_id", Text),
+    Column("span_id", Text),
+    Column("span_name", Text),
+    Index("ix_ingest_errors_at", "at"),
+)

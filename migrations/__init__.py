@@ -1,0 +1,1 @@
+"""Alembic migrations: one history for SQLite and PostgreSQL."""
