@@ -1,0 +1,39 @@
+"""tooltrail's matcher: score an agent's tool-call trajectory against an expectation.
+
+A pure library (no I/O). Parse an expectation with `parse_expectation` (or
+`parse_expectation_text` for JSON/YAML), build a `Trajectory` of `Call`s, and
+`score` it: one `Result` per scope instance. `micro_summary` aggregates results.
+The semantics are those of MATCHING.md.
+"""
+
+from .scoring import score
+from .selector import Selector
+from .spec import Expectation, ExpectedCall, TurnSpec, parse_expectation, parse_expectation_text
+from .summary import micro_summary
+from .types import (
+    Call,
+    Counts,
+    Difference,
+    InvalidExpectation,
+    InvalidTrajectory,
+    Result,
+    Trajectory,
+)
+
+__all__ = [
+    "Call",
+    "Counts",
+    "Difference",
+    "Expectation",
+    "ExpectedCall",
+    "InvalidExpectation",
+    "InvalidTrajectory",
+    "Result",
+    "Selector",
+    "Trajectory",
+    "TurnSpec",
+    "micro_summary",
+    "parse_expectation",
+    "parse_expectation_text",
+    "score",
+]

@@ -1,0 +1,217 @@
+"""Pairing algorithms: maximum (weighted) bipartite matching and optimal assignment.
+
+Everything here is polynomial: augmenting paths (Kuhn, with a greedy start) for
+matchings, the Hungarian method (SciPy's `linear_sum_assignment`, or a small
+pure-Python version for tiny problems) for assignments.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+
+def max_matching(
+    adj: Sequence[Sequence[int]],
+    n_right: int,
+    order: Sequence[int] | None = None,
+    match_right: list[int] | None = None,
+) -> list[int]:
+    """A maximum matching of left vertices to right vertices.
+
+    `adj[i]` lists the right vertices left vertex `i` may pair with. Left vertices
+    are added in `order` (default: index order); a vertex once matched stays
+    matched, so adding them by decreasing weight yields a maximum-weight matching
+    for weights on the left side (the matchable sets form a matroid). Returns
+    `match_left` (-1 where unmatched); `match_right` is filled in if given.
+    """
+    n_left = len(adj)
+    match_l = [-1] * n_left
+    match_r = match_right if match_right is not None else [-1] * n_right
+    if match_right is not None:
+        for r, lft in enumerate(match_r):
+            if lft >= 0:
+                match_l[lft] = r
+    seq = range(n_left) if order is None else order
+    # Greedy start: pair with a free neighbour directly.
+    pending = []
+    for i in seq:
+        if match_l[i] >= 0:
+            continue
+        for r in adj[i]:
+            if match_r[r] < 0:
+                match_r[r] = i
+                match_l[i] = r
+                break
+        else:
+            if adj[i]:
+                pending.append(i)
+    if not pending:
+        return match_l
+    stamp = [0] * n_right
+    for mark, root in enumerate(pending, 1):
+        augment(root, adj, match_l, match_r, stamp, mark)
+    return match_l
+
+
+def augment(
+    root: int,
+    adj: Sequence[Sequence[int]],
+    match_l: list[int],
+    match_r: list[int],
+    stamp: list[int],
+    mark: int,
+) -> bool:
+    """Find an augmenting path from the free left vertex `root` and flip it.
+
+    Iterative DFS; right vertices whose `stamp` equals `mark` are not revisited.
+    """
+    stack: list[tuple[int, int]] = [(root, 0)]
+    found = -1
+    while stack:
+        u, pos = stack[-1]
+        nbrs = adj[u]
+        advanced = False
+        while pos < len(nbrs):
+            r = nbrs[pos]
+            pos += 1
+            if stamp[r] == mark:
+                continue
+            stamp[r] = mark
+            stack[-1] = (u, pos)
+            if match_r[r] < 0:
+                found = r
+            else:
+                stack.append((match_r[r], 0))
+                advanced = True
+            break
+        if found >= 0:
+            break
+        if not advanced:
+            stack.pop()
+    if found < 0:
+        return False
+    # Flip the path: each vertex on the stack takes its successor's partner.
+    r = found
+    for k in range(len(stack) - 1, -1, -1):
+        u = stack[k][0]
+        match_r[r] = u
+        match_l[u], r = r, match_l[u]
+    return True
+
+
+def has_perfect_matching(adj: Sequence[Sequence[int]], n_right: int) -> bool:
+    """True when every left vertex can be paired with a distinct right vertex."""
+    if len(adj) > n_right:
+        return False
+    return all(r >= 0 for r in max_matching(adj, n_right))
+
+
+def optimal_assignment(scores: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+    """Pairs (row, col) maximising the total score (rows or cols may stay unpaired).
+
+    Deterministic for a given input.
+    """
+    n = len(scores)
+    m = len(scores[0]) if n else 0
+    if n == 0 or m == 0:
+        return []
+    if n == 1:
+        row = scores[0]
+        best = max(range(m), key=lambda j: (row[j], -j))
+        return [(0, best)]
+    if m == 1:
+        best = max(range(n), key=lambda i: (scores[i][0], -i))
+        return [(best, 0)]
+    rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)
+    return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True)]
+
+
+# A chain node: the (expected, actual) pairs one block added, and the chain before it.
+Node = tuple[tuple[tuple[int, int], ...], "Node | None"]
+
+
+def lcs_chain(
+    compat: Sequence[Sequence[int]], blocks: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """A longest common subsequence of actual calls and expected calls.
+
+    `compat[a]` lists (ascending) the expected indices actual call `a` is compatible
+    with; `blocks` are the half-open index ranges of steps, within which actual
+    calls may be reordered freely (never across). Returns the (expected, actual)
+    pairs of one longest chain, by expected index. Sparse patience sorting:
+    O(r log n) for single-call steps, r the number of compatible pairs.
+    """
+    tails: list[int] = []  # tails[k]: least last expected index of a chain of length k+1
+    nodes: list[Node] = []
+    for start, end in blocks:
+        if end - start == 1:
+            cands = compat[start]
+            for j in reversed(cands):
+                k = bisect_left(tails, j)
+                node: Node = (((j, start),), nodes[k - 1] if k else None)
+                if k == len(tails):
+                    tails.append(j)
+                    nodes.append(node)
+                elif j < tails[k]:
+                    tails[k] = j
+                    nodes[k] = node
+            continue
+        _block(compat, start, end, tails, nodes)
+    out: list[tuple[int, int]] = []
+    cur = nodes[-1] if nodes else None
+    while cur is not None:
+        out.extend(cur[0])
+        cur = cur[1]
+    out.sort()
+    return out
+
+
+def _block(
+    compat: Sequence[Sequence[int]], start: int, end: int, tails: list[int], nodes: list[Node]
+) -> None:
+    """Extend chains by a step of several calls, which may take any order."""
+    nbrs: dict[int, list[int]] = {}
+    for a in range(start, end):
+        for j in compat[a]:
+            nbrs.setdefault(j, []).append(a - start)
+    cs = sorted(nbrs)
+    adj = [nbrs[j] for j in cs]  # left vertex p is expected call cs[p]
+    size = end - start
+    best: dict[int, tuple[int, Node]] = {}
+    last_k = -1
+    stamp = [0] * size
+    mark = 0
+    for p, first in enumerate(cs):
+        k = bisect_left(tails, first)  # chains of length k end before `first`
+        if k == last_k:
+            continue  # the window starting earlier with the same k dominates
+        last_k = k
+        prev = nodes[k - 1] if k else None
+        match_l = [-1] * len(cs)
+        match_r = [-1] * size
+        got = 0
+        for q in range(p, len(cs)):
+            mark += 1
+            if augment(q, adj, match_l, match_r, stamp, mark):
+                got += 1
+                j = cs[q]
+                length = k + got
+                if length not in best or j < best[length][0]:
+                    pairs = tuple(
+                        sorted((cs[u], start + a) for a, u in enumerate(match_r) if u >= 0)
+                    )
+                    best[length] = (j, (pairs, prev))
+                if got == size:
+                    break
+    for length in sorted(best):
+        j, node = best[length]
+        if length > len(tails):
+            tails.append(j)
+            nodes.append(node)
+        elif j < tails[length - 1]:
+            tails[length - 1] = j
+            nodes[length - 1] = node

@@ -1,0 +1,5 @@
+"""Benchmark placeholder (replaced below)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    return 0

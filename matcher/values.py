@@ -1,0 +1,329 @@
+"""Value specs: literals, nested objects and lists, compiled once and matched fast.
+
+A spec is compiled from its JSON form (MATCHING.md, "Arguments" and "Values") into
+a tree of `Spec` nodes. Every node has a fast `matches(value)` predicate, a
+`mismatch(value)` explanation used only for failures, a human `describe()` and
+`to_json()` (the normalised JSON form, which parses back to the same spec).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from .types import InvalidExpectation, index_path, key_path
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+"""Stands for a key that is not present in the actual value."""
+
+_NUMBER = (int, float)
+
+
+def is_number(v: Any) -> bool:
+    """A JSON number: an int or float, never a boolean."""
+    return isinstance(v, _NUMBER) and not isinstance(v, bool)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """JSON equality: numbers by value, booleans are not numbers, key order ignored."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or (isinstance(a, bool) and isinstance(b, bool) and a == b)
+    if isinstance(a, _NUMBER):
+        return isinstance(b, _NUMBER) and a == b
+    if a is None:
+        return b is None
+    if isinstance(a, str):
+        return isinstance(b, str) and a == b
+    if isinstance(a, Mapping):
+        if not isinstance(b, Mapping) or len(a) != len(b):
+            return False
+        for k, v in a.items():
+            w = b.get(k, MISSING)
+            if w is MISSING or not json_equal(v, w):
+                return False
+        return True
+    if isinstance(a, (list, tuple)):
+        if not isinstance(b, (list, tuple)) or len(a) != len(b):
+            return False
+        return all(json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def canon_scalar(v: Any) -> tuple[str, Any] | None:
+    """A hashable key under which JSON-equal scalars collide (None for containers)."""
+    if isinstance(v, bool):
+        return ("b", v)
+    if isinstance(v, _NUMBER):
+        return ("n", v)
+    if isinstance(v, str):
+        return ("s", v)
+    if v is None:
+        return ("z", None)
+    return None
+
+
+def show(v: Any, limit: int = 60) -> str:
+    """A short JSON rendering of a value for sentences."""
+    if v is MISSING:
+        return "missing"
+    try:
+        text = json.dumps(v, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(v)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class Mismatch(NamedTuple):
+    """Where a value first differs from its spec: relative path, actual, expectation."""
+
+    path: tuple[str | int, ...]
+    actual: Any  # MISSING when the key is absent
+    expected: str  # a description, or ABSENT for a key that should not be there
+    spec: Any  # the JSON form of the failing spec
+
+
+ABSENT = "\0absent"
+"""`Mismatch.expected` for a key that is present but must not be."""
+
+
+class Spec:
+    """A compiled value spec."""
+
+    __slots__ = ("matches",)
+    matches: Callable[[Any], bool]
+
+    def describe(self) -> str:
+        """What a matching value looks like, for `…, expected <describe>.`"""
+        return show(self.to_json())
+
+    def to_json(self) -> Any:
+        """The normalised JSON form."""
+        raise NotImplementedError
+
+    def mismatch(self, value: Any) -> Mismatch | None:
+        """The first difference, or None when the value matches."""
+        if self.matches(value):
+            return None
+        return Mismatch((), value, self.describe(), self.to_json())
+
+
+class Literal(Spec):
+    """A JSON value matched by JSON equality (`explicit` when written `$literal`)."""
+
+    __slots__ = ("explicit", "value")
+
+    def __init__(self, value: Any, explicit: bool = False) -> None:
+        self.value = value
+        self.explicit = explicit
+        if isinstance(value, bool):
+            self.matches = lambda v: v is value
+        elif isinstance(value, _NUMBER):
+            self.matches = lambda v: (
+                v == value and isinstance(v, _NUMBER) and not isinstance(v, bool)
+            )
+        elif isinstance(value, str):
+            self.matches = lambda v: v == value and isinstance(v, str)
+        elif value is None:
+            self.matches = lambda v: v is None
+        else:
+            self.matches = lambda v: json_equal(value, v)
+
+    def to_json(self) -> Any:
+        return {"$literal": self.value} if self.explicit else self.value
+
+    def describe(self) -> str:
+        return show(self.value)
+
+
+class AnySpec(Spec):
+    """`{$any: true}`: any value (the key must be present)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self.matches = lambda v: True
+
+    def to_json(self) -> Any:
+        return {"$any": True}
+
+    def describe(self) -> str:
+        return "any value"
+
+
+class AbsentSpec(Spec):
+    """`{$absent: true}`: the key must not be present (checked by `ObjectSpec`)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        self.matches = lambda v: v is MISSING
+
+    def to_json(self) -> Any:
+        return {"$absent": True}
+
+    def describe(self) -> str:
+        return "it to be absent"
+
+
+class ObjectSpec(Spec):
+    """An object: listed keys must match; `exact` also requires no other keys."""
+
+    __slots__ = ("_items", "_present", "entries", "exact")
+
+    def __init__(self, entries: dict[str, Spec], exact: bool) -> None:
+        self.entries = entries
+        self.exact = exact
+        items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
+        self._items = items
+        self._present = sum(1 for _, _, absent in items if not absent)
+        present = self._present
+
+        def matches(v: Any) -> bool:
+            if not isinstance(v, dict) and not isinstance(v, Mapping):
+                return False
+            for key, match, absent in items:
+                if absent:
+                    if key in v:
+                        return False
+                else:
+                    x = v.get(key, MISSING)
+                    if x is MISSING or not match(x):
+                        return False
+            return not exact or len(v) == present
+
+        self.matches = matches
+
+    def to_json(self) -> Any:
+        return {k: s.to_json() for k, s in self.entries.items()}
+
+    def key_share(self, v: Any) -> float:
+        """The share of the listed keys that match (for `argument_score`)."""
+        if not self.entries:
+            return 1.0
+        if not isinstance(v, Mapping):
+            return 0.0
+        hits = 0
+        for key, match, absent in self._items:
+            if absent:
+                hits += key not in v
+            else:
+                x = v.get(key, MISSING)
+                hits += x is not MISSING and match(x)
+        return hits / len(self._items)
+
+    def index_key(self) -> tuple[str, tuple[str, Any]] | None:
+        """A key whose spec is a scalar literal: candidates can be looked up by value."""
+        for key, spec in self.entries.items():
+            if isinstance(spec, Literal):
+                canon = canon_scalar(spec.value)
+                if canon is not None:
+                    return key, canon
+        return None
+
+    def mismatch(self, value: Any) -> Mismatch | None:
+        if not isinstance(value, Mapping):
+            return Mismatch((), value, "an object", self.to_json())
+        for key, spec in self.entries.items():
+            x = value.get(key, MISSING)
+            if isinstance(spec, AbsentSpec):
+                if x is not MISSING:
+                    return Mismatch((key,), x, ABSENT, spec.to_json())
+                continue
+            if x is MISSING:
+                return Mismatch((key,), MISSING, spec.describe(), spec.to_json())
+            sub = spec.mismatch(x)
+            if sub is not None:
+                return Mismatch((key, *sub.path), sub.actual, sub.expected, sub.spec)
+        if self.exact:
+            for key, x in value.items():
+                if key not in self.entries:
+                    return Mismatch((key,), x, ABSENT, None)
+        return None
+
+
+class ListSpec(Spec):
+    """A list of the same length whose elements match element by element."""
+
+    __slots__ = ("items",)
+
+    def __init__(self, items: list[Spec]) -> None:
+        self.items = items
+        matchers = tuple(s.matches for s in items)
+        n = len(items)
+
+        def matches(v: Any) -> bool:
+            if not isinstance(v, (list, tuple)) or len(v) != n:
+                return False
+            return all(m(x) for m, x in zip(matchers, v, strict=True))
+
+        self.matches = matches
+
+    def to_json(self) -> Any:
+        return [s.to_json() for s in self.items]
+
+    def mismatch(self, value: Any) -> Mismatch | None:
+        if not isinstance(value, (list, tuple)) or len(value) != len(self.items):
+            return Mismatch((), value, self.describe(), self.to_json())
+        for i, (spec, x) in enumerate(zip(self.items, value, strict=True)):
+            sub = spec.mismatch(x)
+            if sub is not None:
+                return Mismatch((i, *sub.path), sub.actual, sub.expected, sub.spec)
+        return None
+
+
+def check_json(raw: Any, path: str) -> None:
+    """Reject values that JSON cannot carry (YAML dates, NaN, non-string keys)."""
+    if raw is None or isinstance(raw, (bool, int, str)):
+        return
+    if isinstance(raw, float):
+        if not math.isfinite(raw):
+            raise InvalidExpectation(path, "numbers must be finite")
+        return
+    if isinstance(raw, (list, tuple)):
+        for i, x in enumerate(raw):
+            check_json(x, index_path(path, i))
+        return
+    if isinstance(raw, Mapping):
+        for k, x in raw.items():
+            if not isinstance(k, str):
+                raise InvalidExpectation(path, f"keys must be strings, got {show(k)}")
+            check_json(x, key_path(path, k))
+        return
+    raise InvalidExpectation(path, f"not a JSON value ({type(raw).__name__}); quote it")
+
+
+def compile_spec(raw: Any, path: str, exact: bool, *, in_object: bool = False) -> Spec:
+    """Compile the JSON form of a value spec; `in_object` allows `$absent`."""
+    if isinstance(raw, Mapping):
+        keys = list(raw)
+        for k in keys:
+            if not isinstance(k, str):
+                raise InvalidExpectation(path, f"keys must be strings, got {show(k)}")
+        ops = [k for k in keys if k.startswith("$")]
+        if ops and len(ops) != len(keys):
+            plain = next(k for k in keys if not k.startswith("$"))
+            raise InvalidExpectation(
+                path,
+                f"mixes operators ({ops[0]}) and plain keys ({plain}); "
+                "write a key that starts with $ with $literal",
+            )
+        if ops:
+            from .operators import compile_operators
+
+            return compile_operators(raw, path, exact, in_object=in_object)
+        return ObjectSpec(
+            {k: compile_spec(v, key_path(path, k), exact, in_object=True) for k, v in raw.items()},
+            exact,
+        )
+    if isinstance(raw, (list, tuple)):
+        return ListSpec([compile_spec(v, index_path(path, i), exact) for i, v in enumerate(raw)])
+    check_json(raw, path)
+    return Literal(raw)
