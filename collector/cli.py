@@ -121,10 +121,17 @@ def main(argv: list[str] | None = None) -> int:
                             ("worker", "a standalone scoring worker"),
                             ("migrate", "upgrade the database to the newest schema")):
         add_settings_flags(sub.add_parser(name, help=help_text))
+    report = sub.add_parser("extract", help="show what each span contributed, and why not",
+                            add_help=False)
+    report.add_argument("rest", nargs=argparse.REMAINDER)
     bench = sub.add_parser("bench", help="benchmarks")
     bench.add_argument("target", choices=["matcher"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    if args.command == "extract":
+        from collector.extract_report import main as report_main
+
+        return report_main(args.rest)
     if args.command == "bench":
         from matcher.bench import main as bench_main
 

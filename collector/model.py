@@ -30,6 +30,7 @@ class ToolCall:
     convention: str
     attributes: dict[str, Any] = field(default_factory=dict)
     step: int | None = None
+    executed: bool = True  # False: the model requested it but no execution span was seen
 
 
 @dataclass(frozen=True, slots=True)
