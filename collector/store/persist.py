@@ -193,7 +193,7 @@ def write_batches(conn: Connection, batches: Sequence[Batch], now: float) -> Non
             "end_ns": c.end_ns,
             "step": c.step,
             "convention": c.convention,
-            "executed": True,
+            "executed": c.executed,
             "attributes": c.attributes,
         }
         for batch in batches
