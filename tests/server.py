@@ -82,7 +82,8 @@ def running_server(database_url: str, *extra: str, env: dict[str, str] | None = 
                 ready.set()
         ready.set()
 
-    threading.Thread(target=pump, daemon=True).start()
+    pump_thread = threading.Thread(target=pump, daemon=True)
+    pump_thread.start()
     try:
         if not ready.wait(timeout) or not ports:
             raise RuntimeError("server did not start:\n" + "".join(log))
@@ -95,3 +96,6 @@ def running_server(database_url: str, *extra: str, env: dict[str, str] | None = 
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        pump_thread.join(5)
+        if process.stderr is not None:
+            process.stderr.close()

@@ -38,7 +38,7 @@ def agent_turn(
     tp: TracerProvider, conversation_id: str | None, tools: Sequence[ToolStep],
     agent: str = "support", answer: str = "done",
 ) -> str:
-    """One agent run (one trace): invoke_agent root → chat → execute_tool spans. Returns trace id."""
+    """One agent run (one trace): invoke_agent → chat → execute_tool spans; returns the trace id."""
     tracer = tp.get_tracer("tests.agent")
     root_attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent",
                                   "gen_ai.agent.name": agent}

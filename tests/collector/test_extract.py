@@ -95,7 +95,8 @@ def test_tool_span_without_name_is_unextracted_not_silent() -> None:
     kv.key, kv.value.string_value = "gen_ai.operation.name", "execute_tool"
     batch = extract(request)
     assert batch.calls == () and batch.rejected == ()
-    assert [u.reason for u in batch.unextracted] == ["tool span 'execute_tool' carries no tool name"]
+    reasons = [u.reason for u in batch.unextracted]
+    assert reasons == ["tool span 'execute_tool' carries no tool name"]
 
 
 def test_arguments_decoding() -> None:
