@@ -113,6 +113,16 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
+def run_bench(target: str, argv: list[str]) -> int:
+    """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
+    import importlib
+
+    module = {"matcher": "matcher.bench", "ingest": "collector.bench.ingest",
+              "scoring": "collector.bench.scoring"}[target]
+    result: int = importlib.import_module(module).main(argv)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
     parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
@@ -125,17 +135,16 @@ def main(argv: list[str] | None = None) -> int:
                             add_help=False)
     report.add_argument("rest", nargs=argparse.REMAINDER)
     bench = sub.add_parser("bench", help="benchmarks")
-    bench.add_argument("target", choices=["matcher"])
+    bench.add_argument("target", choices=["matcher", "ingest", "scoring"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "extract":
-        from collector.extract_report import main as report_main
+        import importlib
 
-        return report_main(args.rest)
+        report: int = importlib.import_module("collector.extract_report").main(args.rest)
+        return report
     if args.command == "bench":
-        from matcher.bench import main as bench_main
-
-        return bench_main(args.rest)
+        return run_bench(args.target, args.rest)
     try:
         settings = settings_from(args)
     except (ValueError, OSError) as exc:
