@@ -141,8 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "extract":
         import importlib
 
-        report: int = importlib.import_module("collector.extract_report").main(args.rest)
-        return report
+        code: int = importlib.import_module("collector.extract_report").main(args.rest)
+        return code
     if args.command == "bench":
         return run_bench(args.target, args.rest)
     try:
