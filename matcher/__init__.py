@@ -6,9 +6,10 @@ A pure library (no I/O). Parse an expectation with `parse_expectation` (or
 The semantics are those of MATCHING.md.
 """
 
+from .expected import ExpectedCall, TurnSpec
 from .scoring import score
 from .selector import Selector
-from .spec import Expectation, ExpectedCall, TurnSpec, parse_expectation, parse_expectation_text
+from .spec import Expectation, parse_expectation, parse_expectation_text
 from .summary import micro_summary
 from .types import (
     Call,

@@ -54,14 +54,16 @@ def _expected_arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def case(size: int, mode: str, *, failing: bool = False, seed: int = 7) -> tuple[Expectation, Trajectory]:
+def case(
+    size: int, mode: str, *, failing: bool = False, seed: int = 7
+) -> tuple[Expectation, Trajectory]:
     """A trajectory of `size` calls and an expectation it passes (unless `failing`)."""
     rng = random.Random(seed)
     calls = []
     for i in range(size):
         name = rng.choice(_TOOLS)
         calls.append(Call(name, _arguments(rng, name, i), result={"ok": True}))
-    expected = [
+    expected: list[dict[str, Any]] = [
         {"name": c.name, "arguments": _expected_arguments(c.name, c.arguments)} for c in calls
     ]
     if mode in ("in_order", "superset"):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import ExpectedCall
+from .expected import ExpectedCall
 from .types import Call, Difference, index_path, key_path
 from .values import ABSENT, MISSING, Mismatch, show
 

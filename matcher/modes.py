@@ -8,9 +8,9 @@ from typing import Any
 
 from . import explain
 from .assign import lcs_chain, max_matching, optimal_assignment
+from .expected import ORDERED_MODES, ExpectedCall, Plan
 from .explain import Frame
-from .spec import ORDERED_MODES, ExpectedCall
-from .types import Call, Difference
+from .types import Call, Difference, name_index
 from .values import canon_scalar
 
 _INDEX_MIN = 12  # look candidates up by argument value above this many same-name calls
@@ -33,7 +33,7 @@ class Unit:
 
 def _candidates(
     e: ExpectedCall,
-    calls: Sequence[Call],
+    args: Sequence[Any],
     same_name: Sequence[int],
     index: dict[tuple[str, str], dict[Any, list[int]]],
 ) -> Sequence[int]:
@@ -46,9 +46,9 @@ def _candidates(
     if buckets is None:
         buckets = {}
         for i in same_name:
-            args = calls[i].arguments
-            if isinstance(args, Mapping) and key in args:
-                c = canon_scalar(args[key])
+            a = args[i]
+            if isinstance(a, Mapping) and key in a:
+                c = canon_scalar(a[key])
                 if c is not None:
                     buckets.setdefault(c, []).append(i)
         index[(e.name, key)] = buckets
@@ -60,43 +60,51 @@ def compatibility(
 ) -> list[list[int]]:
     """adj[j]: the actual calls (ascending) compatible with expected call j."""
     index: dict[tuple[str, str], dict[Any, list[int]]] = {}
+    args = [c.arguments for c in calls]
     adj: list[list[int]] = []
     for e in expected:
         same = by_name.get(e.name)
         if not same:
             adj.append([])
             continue
-        check = e.compatible_same_name
-        adj.append([i for i in _candidates(e, calls, same, index) if check(calls[i])])
+        check = e.check
+        if e.args_only:
+            adj.append([i for i in _candidates(e, args, same, index) if check(args[i])])
+        else:
+            adj.append([i for i in _candidates(e, args, same, index) if check(calls[i])])
     return adj
 
 
 def evaluate(
     calls: Sequence[Call],
     blocks: Sequence[tuple[int, int]],
-    expected: Sequence[ExpectedCall],
+    plan: Plan,
     mode: str,
     frame: Frame,
     path: str = "calls",
+    by_name: dict[str, list[int]] | None = None,
 ) -> Unit:
-    """Score `expected` against `calls` in `mode` (MATCHING.md, "Order modes")."""
+    """Score the plan's expected calls against `calls` in `mode` (MATCHING.md)."""
+    expected = plan.calls
     n, m = len(calls), len(expected)
-    by_name: dict[str, list[int]] = {}
-    for i, c in enumerate(calls):
-        by_name.setdefault(c.name, []).append(i)
+    if by_name is None:
+        by_name = name_index(calls)
     adj = compatibility(calls, expected, by_name)
-    weights = [e.weight for e in expected]
-    order = None
-    if any(w != 1 for w in weights):
-        order = sorted(range(m), key=lambda j: -weights[j])
-    match_l = max_matching(adj, n, order)
-    unit = Unit(n_expected=m, total_weight=float(sum(weights)))
+    match_l = max_matching(adj, n, plan.order)
+    unit = Unit(n_expected=m, total_weight=plan.total_weight)
+    weights = plan.weights
+    paired_actual = 0
+    paired_weight = 0.0
     for j, r in enumerate(match_l):
         if r >= 0:
-            unit.paired_actual += 1
-            unit.paired_weight += weights[j]
-    ctx = _Ctx(calls, expected, frame, by_name, adj)
-    if mode in ORDERED_MODES:
+            paired_actual += 1
+            paired_weight += weights[j]
+    unit.paired_actual = paired_actual
+    unit.paired_weight = paired_weight
+    ctx = _Ctx(calls, expected, frame, by_name, adj) if n or m else None
+    if ctx is None:
+        pass
+    elif mode in ORDERED_MODES:
         compat: list[list[int]] = [[] for _ in range(n)]
         for j, row in enumerate(adj):
             for a in row:
@@ -109,62 +117,54 @@ def evaluate(
         covered = set().union(*adj) if adj else set()
         if len(covered) < n:
             ctx.subset_diffs(covered)
-    elif unit.paired_actual < m or (mode == "unordered" and n != m):
+    elif paired_actual < m or (mode == "unordered" and n != m):
         ctx.pairing_diffs(match_l, unordered=mode == "unordered")
-    ctx.diffs.sort(key=_diff_order)
-    if mode in ("strict", "unordered") and n != m:
-        ctx.diffs.append(explain.count(frame, m, n, path))
-    unit.diffs = ctx.diffs
-    _argument_score(unit, calls, expected, by_name, match_l)
-    _tools(unit, calls, expected, match_l)
+    if ctx is not None and ctx.diffs:
+        ctx.diffs.sort(key=_diff_order)
+        if mode in ("strict", "unordered") and n != m:
+            ctx.diffs.append(explain.count(frame, m, n, path))
+        unit.diffs = ctx.diffs
+    _argument_score(unit, calls, plan, by_name, match_l)
+    _tools(unit, plan, by_name, match_l)
     return unit
 
 
 def _argument_score(
     unit: Unit,
     calls: Sequence[Call],
-    expected: Sequence[ExpectedCall],
+    plan: Plan,
     by_name: dict[str, list[int]],
     match_l: Sequence[int],
 ) -> None:
     """Optimal assignment of argument agreement within each tool name."""
-    groups: dict[str, list[ExpectedCall]] = {}
-    for e in expected:
-        if e.listed is not None:
-            groups.setdefault(e.name, []).append(e)
-    for name, rows in groups.items():
-        den = sum(e.weight for e in rows)
+    for name, rows, den in plan.listed:
         unit.arg_den += den
         if all(match_l[e.index] >= 0 for e in rows):
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
             continue
-        cols = by_name.get(name, [])
+        cols = by_name.get(name)
         if not cols:
             continue
-        matrix = [
-            [e.weight * e.listed.key_share(calls[a].arguments) for a in cols]  # type: ignore[union-attr]
-            for e in rows
-        ]
+        matrix = [[e.weight * _share(e, calls[a]) for a in cols] for e in rows]
         unit.arg_num += sum(matrix[i][j] for i, j in optimal_assignment(matrix))
 
 
-def _tools(
-    unit: Unit, calls: Sequence[Call], expected: Sequence[ExpectedCall], match_l: Sequence[int]
-) -> None:
-    tools = unit.tools
-    for c in calls:
-        t = tools.get(c.name)
+def _tools(unit: Unit, plan: Plan, by_name: dict[str, list[int]], match_l: Sequence[int]) -> None:
+    """Per-tool pair counts: [paired actual, total actual, paired weight, total weight]."""
+    tools = {name: [0, len(idx), 0.0, 0.0] for name, idx in by_name.items()}
+    for name, (_, weight) in plan.per_name.items():
+        t = tools.get(name)
         if t is None:
-            tools[c.name] = t = [0, 0, 0.0, 0.0]
-        t[1] += 1
-    for e, r in zip(expected, match_l, strict=True):
-        t = tools.get(e.name)
-        if t is None:
-            tools[e.name] = t = [0, 0, 0.0, 0.0]
-        t[3] += e.weight
+            tools[name] = [0, 0, 0.0, weight]
+        else:
+            t[3] = weight
+    expected = plan.calls
+    for j, r in enumerate(match_l):
         if r >= 0:
+            t = tools[expected[j].name]
             t[0] += 1
-            t[2] += e.weight
+            t[2] += expected[j].weight
+    unit.tools = tools
 
 
 class _Ctx:
@@ -203,7 +203,7 @@ class _Ctx:
                 matrix = [[_share(self.expected[j], self.calls[a]) for a in free] for j in rows]
                 for i, k in optimal_assignment(matrix):
                     paired[rows[i]] = free[k]
-            n_expected = sum(1 for e in self.expected if e.name == name)
+            n_expected = sum(1 for e in self.expected if e.name == name)  # failures only
             for j in rows:
                 e = self.expected[j]
                 a = paired.get(j)

@@ -24,6 +24,8 @@ from .values import (
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.never_capture = True  # a yes/no full match needs no groups
+_ANCHOR_BOTH = getattr(getattr(re2, "_Anchor", None), "ANCHOR_BOTH", None)
 
 _TYPES = {
     "string": (lambda v: isinstance(v, str), "a string"),
@@ -138,12 +140,35 @@ def _regex(pattern: Any, path: str) -> Spec:
     except re2.error as e:
         why = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
         raise InvalidExpectation(path, f"$regex does not compile (RE2 syntax): {why}") from None
+    return Op(_fullmatcher(compiled), {"$regex": pattern}, f"a string matching /{pattern}/")
+
+
+def _fullmatcher(compiled: Any) -> Callable[[Any], bool]:
+    """`compiled.fullmatch(v) is not None` for strings, through google-re2's low-level
+    `Match` when available (6x faster than the wrapper, which builds match objects)."""
     full = compiled.fullmatch
-    return Op(
-        lambda v: isinstance(v, str) and full(v) is not None,
-        {"$regex": pattern},
-        f"a string matching /{pattern}/",
-    )
+
+    def slow(v: Any) -> bool:
+        return isinstance(v, str) and full(v) is not None
+
+    low = getattr(getattr(compiled, "_regexp", None), "Match", None)
+    if low is None or _ANCHOR_BOTH is None:
+        return slow
+    anchor = _ANCHOR_BOTH
+
+    def fast(v: Any) -> bool:
+        if not isinstance(v, str):
+            return False
+        b = v.encode("utf-8", "surrogatepass")
+        return bool(low(anchor, b, 0, len(b))[0][0] != -1)
+
+    try:  # trust the fast path only if it agrees with the public API
+        probes = ("", "a", "ab", "é", "x" * 3)
+        if all(fast(p) == slow(p) for p in probes):
+            return fast
+    except Exception:
+        pass
+    return slow
 
 
 def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import explain
+from .expected import ORDERED_MODES, TurnSpec
 from .explain import Frame
 from .modes import Unit, evaluate
 from .selector import glob_match
-from .spec import ORDERED_MODES, Expectation, TurnSpec
+from .spec import Expectation
 from .types import Call, Counts, Difference, Result, Trajectory
 
 
@@ -29,7 +30,9 @@ def score(expectation: Expectation, trajectory: Trajectory) -> list[Result]:
     if exp.scope == "conversation":
         frame = Frame(call_turns=trajectory.call_turns)
         scope = {"kind": "conversation"}
-        return [_single(exp, trajectory.calls, trajectory.blocks, frame, scope)]
+        calls = trajectory.calls
+        by_name = trajectory.name_positions
+        return [_single(exp, calls, trajectory.blocks, frame, scope, by_name=by_name)]
     n = len(trajectory.turns)
     if exp.scope == "turn":
         t = exp.turn if exp.turn is not None else -1
@@ -57,16 +60,17 @@ def _single(
     frame: Frame,
     scope: dict[str, Any],
     missing_turn: Difference | None = None,
+    by_name: dict[str, list[int]] | None = None,
 ) -> Result:
     diffs = _constraints(exp, [(calls, frame)], len(calls), frame)
     if missing_turn is not None:
         diffs.append(missing_turn)
-    if exp.calls is None:
+    if exp.plan is None:
         unit = Unit()
     else:
-        unit = evaluate(calls, blocks, exp.calls, exp.match, frame)
+        unit = evaluate(calls, blocks, exp.plan, exp.match, frame, by_name=by_name)
         diffs.extend(unit.diffs)
-    total_actual = len(calls) if exp.calls is not None else 0
+    total_actual = len(calls) if exp.plan is not None else 0
     ordered = [unit] if exp.match in ORDERED_MODES else None
     return _result(scope, diffs, [unit], total_actual, ordered)
 
@@ -83,7 +87,7 @@ def _per_turn(exp: Expectation, trajectory: Trajectory) -> Result:
             units.append(_absent_turn(spec))
             continue
         unit = evaluate(
-            turns[t], trajectory.turn_blocks[t], spec.calls, spec.match, frames[t],
+            turns[t], trajectory.turn_blocks[t], spec.plan, spec.match, frames[t],
             f"turns[{t}].calls",
         )  # fmt: skip
         diffs.extend(unit.diffs)

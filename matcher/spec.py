@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
+from .expected import ExpectedCall, Plan, TurnSpec
 from .selector import Selector, glob_match, parse_selector
-from .types import Call, InvalidExpectation, enum_key, index_path, key_path
-from .values import ObjectSpec, Spec, compile_spec, show
+from .types import InvalidExpectation, enum_key, index_path, key_path
+from .values import Spec, compile_spec, show
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
 ARGUMENT_MODES = ("ignore", "partial", "exact")
@@ -29,7 +30,6 @@ MODE_ALIASES = {
     "contains": "superset",
     "within": "subset",
 }
-ORDERED_MODES = frozenset({"strict", "in_order"})
 
 _TOP_FIELDS = (
     "id", "description", "selector", "scope", "turn", "match", "arguments", "calls", "turns",
@@ -38,93 +38,6 @@ _TOP_FIELDS = (
 _CALL_FIELDS = ("name", "arguments", "arguments_match", "weight", "error", "result")
 _TURN_FIELDS = ("match", "arguments", "calls")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-
-
-@dataclass(frozen=True, eq=False)
-class ExpectedCall:
-    """One expected call, compiled. `mode` is its effective arguments mode."""
-
-    index: int
-    path: str
-    name: str
-    mode: str
-    weight: float = 1.0
-    arguments: Spec | None = None
-    arguments_match: str | None = None
-    error: bool | Spec | None = None
-    result: Spec | None = None
-    # What compatibility checks: None when arguments are not checked.
-    checked_arguments: Spec | None = field(default=None, repr=False)
-    # A top-level key with a scalar literal value, to look candidates up by value.
-    index_key: tuple[str, tuple[str, Any]] | None = field(default=None, repr=False)
-
-    @property
-    def listed(self) -> ObjectSpec | None:
-        """The object spec whose top-level keys `argument_score` counts, if any."""
-        spec = self.checked_arguments
-        if isinstance(spec, ObjectSpec) and spec.entries:
-            return spec
-        return None
-
-    def compatible(self, call: Call) -> bool:
-        """Name, arguments, error and result specs all hold (MATCHING.md `compatible`)."""
-        if call.name != self.name:
-            return False
-        return self.compatible_same_name(call)
-
-    def compatible_same_name(self, call: Call) -> bool:
-        """`compatible` for a call already known to have this name."""
-        spec = self.checked_arguments
-        if spec is not None and not spec.matches(call.arguments):
-            return False
-        err = self.error
-        if err is not None:
-            if isinstance(err, bool):
-                if call.failed is not err:
-                    return False
-            elif not call.failed or not err.matches(_error_text(call)):
-                return False
-        return self.result is None or self.result.matches(call.result)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The normalised JSON form."""
-        out: dict[str, Any] = {"name": self.name}
-        if self.arguments is not None:
-            out["arguments"] = self.arguments.to_json()
-        if self.arguments_match is not None:
-            out["arguments_match"] = self.arguments_match
-        if self.weight != 1:
-            out["weight"] = self.weight
-        if self.error is not None:
-            out["error"] = self.error if isinstance(self.error, bool) else self.error.to_json()
-        if self.result is not None:
-            out["result"] = self.result.to_json()
-        return out
-
-
-def _error_text(call: Call) -> str:
-    return call.error if isinstance(call.error, str) else ""
-
-
-@dataclass(frozen=True, eq=False)
-class TurnSpec:
-    """The expected calls of one turn of a per-turn expectation."""
-
-    match: str
-    arguments: str
-    calls: tuple[ExpectedCall, ...]
-    match_given: str | None = None
-    arguments_given: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The normalised JSON form."""
-        out: dict[str, Any] = {}
-        if self.match_given is not None:
-            out["match"] = self.match_given
-        if self.arguments_given is not None:
-            out["arguments"] = self.arguments_given
-        out["calls"] = [c.to_dict() for c in self.calls]
-        return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -146,6 +59,10 @@ class Expectation:
     max_calls: int | None
     min_calls: int | None
     require_no_errors: bool
+    plan: Plan | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plan", None if self.calls is None else Plan(self.calls))
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Expectation) and self.to_dict() == other.to_dict()
@@ -278,11 +195,10 @@ def _call(raw: Any, index: int, path: str, default_mode: str, ctx: _Ctx) -> Expe
     result = None
     if "result" in raw:
         result = compile_spec(raw["result"], key_path(path, "result"), False)
-    checked = None if mode == "ignore" else args
     return ExpectedCall(
         index=index, path=path, name=name, mode=mode, weight=weight, arguments=args,
-        arguments_match=given_mode, error=error, result=result, checked_arguments=checked,
-        index_key=checked.index_key() if isinstance(checked, ObjectSpec) else None,
+        arguments_match=given_mode, error=error, result=result,
+        checked_arguments=None if mode == "ignore" else args,
     )  # fmt: skip
 
 

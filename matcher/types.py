@@ -155,6 +155,11 @@ class Trajectory:
         return tuple(t for t, turn in enumerate(self.turns) for _ in turn)
 
     @cached_property
+    def name_positions(self) -> dict[str, list[int]]:
+        """The positions in `calls` of each tool name (cached: read-only by contract)."""
+        return name_index(self.calls)
+
+    @cached_property
     def blocks(self) -> tuple[tuple[int, int], ...]:
         """The steps of `calls` as index ranges; a step never spans two turns."""
         out: list[tuple[int, int]] = []
@@ -295,3 +300,15 @@ def step_blocks(calls: Sequence[Call], offset: int = 0) -> list[tuple[int, int]]
             out.append((start + offset, i + offset))
             start = i
     return out
+
+
+def name_index(calls: Sequence[Call]) -> dict[str, list[int]]:
+    """The positions of the calls of each tool name."""
+    by_name: dict[str, list[int]] = {}
+    for i, c in enumerate(calls):
+        lst = by_name.get(c.name)
+        if lst is None:
+            by_name[c.name] = [i]
+        else:
+            lst.append(i)
+    return by_name
