@@ -9,13 +9,15 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from types import TracebackType
 
 from sqlalchemy import Connection, Engine
 
 from collector.metrics import Metrics
-from collector.store import scoring
-from matcher import score
+from collector.store import jobs, scoring
+from matcher import Selector, score
+from matcher.selector import parse_selector
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +26,14 @@ class Worker:
     """Claims work with leases, so any number of workers can share one PostgreSQL store."""
 
     def __init__(
-        self, engine: Engine, metrics: Metrics, *, settle_seconds: float, poll_seconds: float,
-        batch: int, lease_seconds: float,
+        self,
+        engine: Engine,
+        metrics: Metrics,
+        *,
+        settle_seconds: float,
+        poll_seconds: float,
+        batch: int,
+        lease_seconds: float,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -42,7 +50,9 @@ class Worker:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         """Stop after the current round. Safe if never started."""
@@ -72,74 +82,105 @@ class Worker:
 
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""
-        return self.score_settled() + self.work_job()
+        return self.score_settled() + self.work_chunk()
 
     def score_settled(self) -> int:
         """Score the conversations that changed and have been quiet for the settle time."""
-        now = time.time()
         with self.engine.begin() as conn:
             claimed = scoring.claim_dirty(
-                conn, now=now, settle=self.settle, lease=self.lease, limit=self.batch,
+                conn,
+                now=time.time(),
+                settle=self.settle,
+                lease=self.lease,
+                limit=self.batch,
                 owner=self.owner,
             )
         if not claimed:
             return 0
-        with self.engine.connect() as conn:
-            active = scoring.active_expectations(conn)
-        seqs = dict(claimed)
-        for conv_id in seqs:
-            try:
-                self._score_conversation(conv_id, active)
-            except Exception:  # one bad conversation must not stall the rest
-                self.metrics.loop_errors.labels("score").inc()
-                log.exception("scoring conversation %d failed", conv_id)
-                with self.engine.begin() as conn:
-                    scoring.release(conn, conv_id, self.owner, seqs[conv_id])
+        try:
+            with self.engine.begin() as conn:
+                active = scoring.active_expectations(conn)
+                owned = scoring.still_owned(conn, claimed, self.owner)
+                facts = scoring.conversation_facts(conn, sorted(owned))
+                self._score(conn, facts, {e.slug: e for e in active}, lambda f: active)
+                scoring.release(conn, self.owner, owned, {f.id: f.change_seq for f in facts})
+        except Exception:  # loop boundary: free the leases so the work is retried
+            self.metrics.loop_errors.labels("score").inc()
+            log.exception("scoring %d conversations failed", len(claimed))
+            with self.engine.begin() as conn:
+                scoring.release(conn, self.owner, claimed)
+            raise
         return len(claimed)
 
-    def _score_conversation(self, conv_id: int, active: list[scoring.ActiveExpectation]) -> None:
-        with self.engine.begin() as conn:
-            found = scoring.conversation_facts(conn, [conv_id])
-            if not found:
-                return  # merged into its real conversation meanwhile
-            facts = found[0]
-            wanted = [e for e in active if scoring.applies(e.expectation, facts)]
-            self._score(conn, facts, wanted)
-            if not scoring.release(conn, conv_id, self.owner, facts.change_seq):
-                conn.rollback()  # our lease expired and another worker owns it now
-
-    def work_job(self) -> int:
-        """Process one chunk of one rescoring job."""
+    def work_chunk(self) -> int:
+        """Process one chunk of a rescoring job."""
         now = time.time()
         with self.engine.begin() as conn:
-            job = scoring.claim_job(conn, now=now, lease=self.lease)
-        if job is None:
+            chunk = jobs.claim_chunk(conn, now=now, lease=self.lease, owner=self.owner)
+        if chunk is None:
             return 0
         with self.engine.begin() as conn:
-            exp = scoring.expectation_version(conn, job["expectation"], job["expectation_version"])
-            ids = scoring.job_chunk(conn, job["cursor"], self.batch) if exp else []
-            done = 0
-            for facts in scoring.conversation_facts(conn, ids):
-                if exp is not None and scoring.applies(exp.expectation, facts):
-                    self._score(conn, facts, [exp])
-                done += 1
-            scoring.advance_job(
-                conn, job["id"], cursor=ids[-1] if ids else job["cursor"], done=done, failed=0,
-                finished=not ids, now=time.time(),
+            if not jobs.job_is_live(conn, chunk.job_id):
+                return 1
+            ids = jobs.chunk_conversations(conn, chunk)
+            leased = scoring.lease_conversations(
+                conn, ids, now=now, lease=self.lease, owner=self.owner
             )
-        return max(done, 1)
+        busy = len(ids) - len(leased)
+        with self.engine.begin() as conn:
+            current = {e.slug: e for e in scoring.active_expectations(conn)}
+            wanted = [
+                current[slug]
+                for slug, version in chunk.spec["expectations"]
+                if slug in current and current[slug].version == version
+            ]
+            selector = chunk.spec.get("selector")
+            owned = sorted(scoring.still_owned(conn, leased, self.owner))
+            facts = scoring.conversation_facts(conn, owned)
+            if selector is not None:
+                job_selector = parse_selector(selector)
+                facts = [f for f in facts if _selected(job_selector, f)]
+            self._score(conn, facts, current, lambda f: wanted)
+            scoring.release(conn, self.owner, leased)
+            if busy:
+                jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
+            else:
+                jobs.finish_chunk(conn, chunk, self.owner, done=len(ids), failed=0)
+        return max(len(ids), 1)
 
     def _score(
-        self, conn: Connection, facts: scoring.ConversationFacts,
-        wanted: list[scoring.ActiveExpectation],
+        self,
+        conn: Connection,
+        facts: list[scoring.ConversationFacts],
+        current: dict[str, scoring.ActiveExpectation],
+        candidates: Callable[[scoring.ConversationFacts], list[scoring.ActiveExpectation]],
     ) -> None:
-        todo = [e for e in wanted if not scoring.already_scored(conn, facts, e)]
+        """Score each conversation against the candidate expectations whose selector picks it,
+        skipping (trajectory, version) pairs that already have a current result."""
+        done = scoring.scored_keys(conn, [f.id for f in facts])
+        todo = [
+            (f, e)
+            for f in facts
+            for e in candidates(f)
+            if (f.id, e.slug, e.version, f.change_seq) not in done
+            and scoring.applies(e.expectation, f)
+        ]
         if not todo:
             return
-        trajectory = scoring.trajectory(conn, facts.id)
-        now = time.time()
-        for exp in todo:
-            scored = score(exp.expectation, trajectory)
-            scoring.store_results(conn, facts, exp, scored, now)
-            for result in scored:
+        trajectories = scoring.trajectories(conn, sorted({f.id for f, _ in todo}))
+        scored = []
+        for f, e in todo:
+            results = tuple(score(e.expectation, trajectories[f.id]))
+            scored.append(scoring.Scored(f, e, results))
+            for result in results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
+        scoring.store_results(conn, scored, time.time())
+
+
+def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:
+    return selector.matches(
+        conversation=facts.key,
+        service=facts.service,
+        agents=facts.agents,
+        attributes=facts.attributes,
+    )

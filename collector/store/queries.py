@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from collector.store.jobs import create_job
 from collector.store.tables import (
     conversations,
     expectations,
     ingest_errors,
-    jobs,
     results,
     tool_calls,
     turns,
@@ -136,11 +136,7 @@ def add_expectation_version(
         ))
     except IntegrityError as exc:  # a concurrent writer took this version number
         raise Conflict(f"expectation {slug!r} was changed concurrently; retry") from exc
-    total = conn.execute(select(func.count()).select_from(conversations)).scalar_one()
-    conn.execute(jobs.insert().values(
-        expectation=slug, expectation_version=version, status="queued", cursor=0, total=total,
-        done=0, failed=0, created_at=now, updated_at=now,
-    ))
+    create_job(conn, {"expectations": [[slug, version]], "selector": None})
     return version
 
 
@@ -148,10 +144,6 @@ def deactivate_expectation(conn: Connection, slug: str) -> bool:
     """Deactivate every version (results and history are kept). False if unknown."""
     done = conn.execute(
         update(expectations).where(expectations.c.slug == slug).values(active=False)
-    )
-    conn.execute(
-        update(jobs).where(jobs.c.expectation == slug, jobs.c.status.in_(("queued", "running")))
-        .values(status="cancelled", updated_at=time.time())
     )
     return done.rowcount > 0
 

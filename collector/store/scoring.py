@@ -1,4 +1,4 @@
-"""The worker's side of the store: claiming work, loading trajectories, writing results."""
+"""The worker's side of the store: leases, trajectories and results, in bulk."""
 
 from __future__ import annotations
 
@@ -6,9 +6,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
-from collector.store.tables import conversations, expectations, jobs, results, tool_calls, turns
+from collector.store.tables import (
+    conversations,
+    expectations,
+    result_tools,
+    results,
+    tool_calls,
+    turns,
+)
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation
 
 
@@ -35,8 +42,8 @@ class ActiveExpectation:
 
 def claim_dirty(
     conn: Connection, *, now: float, settle: float, lease: float, limit: int, owner: str
-) -> list[tuple[int, int]]:
-    """Lease up to `limit` settled conversations that changed since scored: [(id, change_seq)]."""
+) -> list[int]:
+    """Lease up to `limit` settled conversations that changed since they were scored."""
     c = conversations.c
     ready = (
         select(c.id)
@@ -53,20 +60,66 @@ def claim_dirty(
         update(conversations)
         .where(c.id.in_(ready.scalar_subquery()))
         .values(lease_until=now + lease, lease_owner=owner)
-        .returning(c.id, c.change_seq)
+        .returning(c.id)
     )
-    return [(cid, seq) for cid, seq in claimed]
+    return sorted(cid for (cid,) in claimed)
 
 
-def release(conn: Connection, conversation_id: int, owner: str, scored_seq: int) -> bool:
-    """Mark a leased conversation scored up to `scored_seq`; False when the lease was lost."""
+def lease_conversations(
+    conn: Connection, ids: Sequence[int], *, now: float, lease: float, owner: str
+) -> list[int]:
+    """Lease those of `ids` that no one else holds; returns the ones leased."""
+    if not ids:
+        return []
     c = conversations.c
-    done = conn.execute(
-        update(conversations)
-        .where(c.id == conversation_id, c.lease_owner == owner)
-        .values(scored_seq=scored_seq, lease_until=None, lease_owner=None)
+    free = (
+        select(c.id)
+        .where(c.id.in_(list(ids)), or_(c.lease_until.is_(None), c.lease_until < now))
+        .with_for_update(skip_locked=True)
     )
-    return done.rowcount == 1
+    leased = conn.execute(
+        update(conversations)
+        .where(c.id.in_(free.scalar_subquery()))
+        .values(lease_until=now + lease, lease_owner=owner)
+        .returning(c.id)
+    )
+    return sorted(cid for (cid,) in leased)
+
+
+def still_owned(conn: Connection, ids: Sequence[int], owner: str) -> set[int]:
+    """Lock and return those of `ids` whose lease we still hold (a slow worker may lose it)."""
+    if not ids:
+        return set()
+    c = conversations.c
+    rows = conn.execute(
+        select(c.id)
+        .where(c.id.in_(list(ids)), c.lease_owner == owner)
+        .order_by(c.id)
+        .with_for_update()
+    )
+    return {cid for (cid,) in rows}
+
+
+def release(
+    conn: Connection, owner: str, ids: Iterable[int], scored: dict[int, int] | None = None
+) -> None:
+    """Give up our leases; with `scored`, also record each conversation scored up to a seq."""
+    c = conversations.c
+    id_list = sorted(ids)
+    if not id_list:
+        return
+    if scored:
+        conn.execute(
+            update(conversations)
+            .where(c.id == bindparam("b_id"), c.lease_owner == owner)
+            .values(scored_seq=bindparam("b_seq"), lease_until=None, lease_owner=None),
+            [{"b_id": cid, "b_seq": scored[cid]} for cid in id_list if cid in scored],
+        )
+    conn.execute(
+        update(conversations)
+        .where(c.id.in_(id_list), c.lease_owner == owner)
+        .values(lease_until=None, lease_owner=None)
+    )
 
 
 def active_expectations(conn: Connection) -> list[ActiveExpectation]:
@@ -76,20 +129,11 @@ def active_expectations(conn: Connection) -> list[ActiveExpectation]:
         select(e.slug, func.max(e.version).label("version")).where(e.active).group_by(e.slug)
     ).subquery()
     rows = conn.execute(
-        select(e.slug, e.version, e.body).join(
-            newest, and_(e.slug == newest.c.slug, e.version == newest.c.version)
-        )
+        select(e.slug, e.version, e.body)
+        .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.version))
+        .where(e.active)
     )
     return [ActiveExpectation(s, v, parse_expectation(body)) for s, v, body in rows]
-
-
-def expectation_version(conn: Connection, slug: str, version: int) -> ActiveExpectation | None:
-    """One stored version, if it exists and its expectation is still active."""
-    e = expectations.c
-    row = conn.execute(
-        select(e.body).where(e.slug == slug, e.version == version, e.active)
-    ).first()
-    return None if row is None else ActiveExpectation(slug, version, parse_expectation(row.body))
 
 
 def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[ConversationFacts]:
@@ -97,11 +141,13 @@ def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[Conversatio
     c = conversations.c
     rows = conn.execute(
         select(c.id, c.key, c.service, c.agents, c.attributes, c.change_seq)
-        .where(c.id.in_(list(ids))).order_by(c.id)
+        .where(c.id.in_(list(ids)))
+        .order_by(c.id)
     )
     return [
-        ConversationFacts(r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {},
-                          r.change_seq)
+        ConversationFacts(
+            r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {}, r.change_seq
+        )
         for r in rows
     ]
 
@@ -109,32 +155,82 @@ def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[Conversatio
 def applies(exp: Expectation, conv: ConversationFacts) -> bool:
     """Whether an expectation's selector picks this conversation."""
     return exp.selector.matches(
-        conversation=conv.key, service=conv.service, agents=conv.agents,
+        conversation=conv.key,
+        service=conv.service,
+        agents=conv.agents,
         attributes=conv.attributes,
     )
+
+
+def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
+    """Each conversation's calls grouped by turn (turn start order), each turn by (step, start).
+
+    Two queries for any number of conversations.
+    """
+    id_list = list(ids)
+    turn_order: dict[int, list[int]] = {cid: [] for cid in id_list}
+    for cid, tid in conn.execute(
+        select(turns.c.conversation_id, turns.c.id)
+        .where(turns.c.conversation_id.in_(id_list))
+        .order_by(turns.c.conversation_id, turns.c.start_ns, turns.c.id)
+    ):
+        turn_order[cid].append(tid)
+    t = tool_calls.c
+    by_turn: dict[int, list[Call]] = {}
+    for r in conn.execute(
+        select(
+            t.turn_id, t.name, t.arguments, t.arguments_raw, t.result, t.error, t.call_id, t.step
+        )
+        .where(t.conversation_id.in_(id_list))
+        .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
+    ):
+        arguments = r.arguments if r.arguments is not None else (r.arguments_raw or {})
+        by_turn.setdefault(r.turn_id, []).append(
+            Call(
+                name=r.name,
+                arguments=arguments,
+                result=r.result,
+                error=r.error,
+                call_id=r.call_id,
+                step=r.step,
+            )
+        )
+    return {
+        cid: Trajectory(turns=[by_turn.get(tid, []) for tid in tids])
+        for cid, tids in turn_order.items()
+    }
 
 
 def trajectory(conn: Connection, conversation_id: int) -> Trajectory:
     """The conversation's calls, grouped by turn (turn start order), each turn by (step, start)."""
     turn_ids = [
-        tid for (tid,) in conn.execute(
-            select(turns.c.id).where(turns.c.conversation_id == conversation_id)
+        tid
+        for (tid,) in conn.execute(
+            select(turns.c.id)
+            .where(turns.c.conversation_id == conversation_id)
             .order_by(turns.c.start_ns, turns.c.id)
         )
     ]
     t = tool_calls.c
     by_turn: dict[int, list[Call]] = {tid: [] for tid in turn_ids}
     rows = conn.execute(
-        select(t.turn_id, t.name, t.arguments, t.arguments_raw, t.result, t.error, t.call_id,
-               t.step)
+        select(
+            t.turn_id, t.name, t.arguments, t.arguments_raw, t.result, t.error, t.call_id, t.step
+        )
         .where(t.conversation_id == conversation_id)
         .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
     )
     for r in rows:
         arguments = r.arguments if r.arguments is not None else (r.arguments_raw or {})
         by_turn.setdefault(r.turn_id, []).append(
-            Call(name=r.name, arguments=arguments, result=r.result, error=r.error,
-                 call_id=r.call_id, step=r.step)
+            Call(
+                name=r.name,
+                arguments=arguments,
+                result=r.result,
+                error=r.error,
+                call_id=r.call_id,
+                step=r.step,
+            )
         )
     return Trajectory(turns=[by_turn[tid] for tid in turn_ids])
 
@@ -144,76 +240,89 @@ def scope_key(scope: dict[str, Any]) -> str:
     return f"turn:{scope['turn']}" if scope.get("kind") == "turn" else "conversation"
 
 
-def already_scored(conn: Connection, conv: ConversationFacts, exp: ActiveExpectation) -> bool:
-    """True when a current result exists for this trajectory and expectation version."""
+def scored_keys(conn: Connection, ids: Sequence[int]) -> set[tuple[int, str, int, int]]:
+    """(conversation, expectation, version, change_seq) of the current results of `ids`."""
+    if not ids:
+        return set()
     r = results.c
-    row = conn.execute(
-        select(r.id).where(
-            r.conversation_id == conv.id, r.expectation == exp.slug,
-            r.expectation_version == exp.version, r.change_seq == conv.change_seq, r.current,
-        ).limit(1)
-    ).first()
-    return row is not None
+    rows = conn.execute(
+        select(r.conversation_id, r.expectation, r.expectation_version, r.change_seq)
+        .where(r.conversation_id.in_(list(ids)), r.current)
+        .distinct()
+    )
+    return {(cid, slug, version, seq) for cid, slug, version, seq in rows}
 
 
-def store_results(
-    conn: Connection, conv: ConversationFacts, exp: ActiveExpectation,
-    scored: Iterable[Result], now: float,
-) -> int:
-    """Supersede the previous results of (conversation, expectation) and insert the new ones."""
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The results of one expectation on one conversation, ready to store."""
+
+    conversation: ConversationFacts
+    expectation: ActiveExpectation
+    results: tuple[Result, ...]
+
+
+def store_results(conn: Connection, scored: Sequence[Scored], now: float) -> int:
+    """Supersede the previous results of each (conversation, expectation); insert the new."""
+    if not scored:
+        return 0
     r = results.c
     conn.execute(
-        update(results).where(r.conversation_id == conv.id, r.expectation == exp.slug, r.current)
-        .values(current=False)
-    )
-    rows = []
-    for result in scored:
-        detail = result.to_dict()
-        rows.append({
-            "conversation_id": conv.id, "expectation": exp.slug,
-            "expectation_version": exp.version, "scope": scope_key(detail["scope"]),
-            "change_seq": conv.change_seq, "current": True, "passed": result.passed,
-            "score": result.score, "precision": result.precision, "recall": result.recall,
-            "f1": result.f1, "detail": detail, "scored_at": now,
-        })
-    if rows:
-        conn.execute(results.insert(), rows)
-    return len(rows)
-
-
-def claim_job(conn: Connection, *, now: float, lease: float) -> dict[str, Any] | None:
-    """Lease one queued or running job whose lease is free."""
-    j = jobs.c
-    candidate = (
-        select(j.id).where(j.status.in_(("queued", "running")),
-                           or_(j.lease_until.is_(None), j.lease_until < now))
-        .order_by(j.id).limit(1).with_for_update(skip_locked=True)
-    )
-    row = conn.execute(
-        update(jobs).where(j.id.in_(candidate.scalar_subquery()))
-        .values(status="running", lease_until=now + lease, updated_at=now)
-        .returning(j.id, j.expectation, j.expectation_version, j.cursor)
-    ).first()
-    return None if row is None else dict(row._mapping)
-
-
-def job_chunk(conn: Connection, cursor: int, limit: int) -> list[int]:
-    """The next conversation ids after `cursor`."""
-    c = conversations.c
-    return [cid for (cid,) in conn.execute(
-        select(c.id).where(c.id > cursor).order_by(c.id).limit(limit)
-    )]
-
-
-def advance_job(
-    conn: Connection, job_id: int, *, cursor: int, done: int, failed: int, finished: bool,
-    now: float,
-) -> None:
-    """Record a chunk's progress and release the job's lease."""
-    j = jobs.c
-    conn.execute(
-        update(jobs).where(j.id == job_id, j.status == "running").values(
-            cursor=cursor, done=j.done + done, failed=j.failed + failed,
-            status="done" if finished else "running", lease_until=None, updated_at=now,
+        update(results)
+        .where(
+            r.conversation_id == bindparam("b_conv"), r.expectation == bindparam("b_exp"), r.current
         )
+        .values(current=False),
+        [{"b_conv": s.conversation.id, "b_exp": s.expectation.slug} for s in scored],
     )
+    rows: list[dict[str, Any]] = []
+    tools: list[list[tuple[str, int, int, float, float]]] = []
+    for s in scored:
+        for result in s.results:
+            detail = result.to_dict()
+            first = result.differences[0].kind if result.differences else None
+            c = result.counts
+            rows.append(
+                {
+                    "conversation_id": s.conversation.id,
+                    "expectation": s.expectation.slug,
+                    "expectation_version": s.expectation.version,
+                    "scope": scope_key(detail["scope"]),
+                    "change_seq": s.conversation.change_seq,
+                    "current": True,
+                    "passed": result.passed,
+                    "score": result.score,
+                    "precision": result.precision,
+                    "recall": result.recall,
+                    "f1": result.f1,
+                    "paired_actual": c.paired_actual,
+                    "total_actual": c.total_actual,
+                    "paired_expected_weight": c.paired_expected_weight,
+                    "total_expected_weight": c.total_expected_weight,
+                    "reason": result.reason,
+                    "failure_kind": None if result.passed else first,
+                    "detail": detail,
+                    "scored_at": now,
+                }
+            )
+            tools.append(list(c.tools))
+    ids = (
+        conn.execute(results.insert().returning(results.c.id, sort_by_parameter_order=True), rows)
+        .scalars()
+        .all()
+    )
+    tool_rows = [
+        {
+            "result_id": rid,
+            "tool": name,
+            "paired_actual": pa,
+            "total_actual": ta,
+            "paired_expected_weight": pw,
+            "total_expected_weight": tw,
+        }
+        for rid, per_tool in zip(ids, tools, strict=True)
+        for name, pa, ta, pw, tw in per_tool
+    ]
+    if tool_rows:
+        conn.execute(result_tools.insert(), tool_rows)
+    return len(rows)

@@ -131,27 +131,61 @@ results = Table(
     Column("precision", Float, nullable=False),
     Column("recall", Float, nullable=False),
     Column("f1", Float, nullable=False),
+    Column("paired_actual", Integer, nullable=False),
+    Column("total_actual", Integer, nullable=False),
+    Column("paired_expected_weight", Float, nullable=False),
+    Column("total_expected_weight", Float, nullable=False),
+    Column("reason", Text, nullable=False, default=""),
+    Column("failure_kind", Text),  # kind of the first difference, for summaries
     Column("detail", Json, nullable=False),
     Column("scored_at", Float, nullable=False),
     Index("ix_results_conversation", "conversation_id", "expectation", "current"),
     Index("ix_results_expectation", "expectation", "current", "scored_at"),
 )
 
+# Per-tool pair counts of each result, so summaries aggregate in SQL.
+result_tools = Table(
+    "result_tools",
+    metadata,
+    Column("result_id", Id, ForeignKey("results.id", ondelete="CASCADE"), primary_key=True),
+    Column("tool", Text, primary_key=True),
+    Column("paired_actual", Integer, nullable=False),
+    Column("total_actual", Integer, nullable=False),
+    Column("paired_expected_weight", Float, nullable=False),
+    Column("total_expected_weight", Float, nullable=False),
+)
+
+# A rescoring job; its work is split in chunks (ranges of conversation ids) any worker claims.
 jobs = Table(
     "jobs",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("expectation", Text, nullable=False),
-    Column("expectation_version", Integer, nullable=False),
-    Column("status", Text, nullable=False),
-    Column("cursor", BigInteger, nullable=False, default=0),
+    # {"expectations": [[slug, version]], "selector", "since", "until"}
+    Column("spec", Json, nullable=False),
+    Column("status", Text, nullable=False),  # queued | running | done | failed | cancelled
     Column("total", Integer, nullable=False, default=0),
     Column("done", Integer, nullable=False, default=0),
     Column("failed", Integer, nullable=False, default=0),
     Column("created_at", Float, nullable=False),
     Column("updated_at", Float, nullable=False),
-    Column("lease_until", Float),
+    Column("started_at", Float),
+    Column("finished_at", Float),
     Index("ix_jobs_status", "status"),
+)
+
+job_chunks = Table(
+    "job_chunks",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("job_id", Id, ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("first_id", BigInteger, nullable=False),  # conversation ids first_id..last_id
+    Column("last_id", BigInteger, nullable=False),
+    Column("status", Text, nullable=False),  # queued | done | cancelled
+    Column("lease_until", Float),
+    Column("lease_owner", Text),
+    Column("attempts", Integer, nullable=False, default=0),
+    Index("ix_job_chunks_claim", "status", "lease_until"),
+    Index("ix_job_chunks_job", "job_id", "status"),
 )
 
 ingest_errors = Table(

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30 12:10:18.796930
+Create Date: 2026-11-30 12:19:49.934755
 """
 
 from __future__ import annotations
@@ -107,20 +107,45 @@ def upgrade() -> None:
             autoincrement=True,
             nullable=False,
         ),
-        sa.Column("expectation", sa.Text(), nullable=False),
-        sa.Column("expectation_version", sa.Integer(), nullable=False),
+        sa.Column(
+            "spec",
+            sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
+            nullable=False,
+        ),
         sa.Column("status", sa.Text(), nullable=False),
-        sa.Column("cursor", sa.BigInteger(), nullable=False),
         sa.Column("total", sa.Integer(), nullable=False),
         sa.Column("done", sa.Integer(), nullable=False),
         sa.Column("failed", sa.Integer(), nullable=False),
         sa.Column("created_at", sa.Float(), nullable=False),
         sa.Column("updated_at", sa.Float(), nullable=False),
-        sa.Column("lease_until", sa.Float(), nullable=True),
+        sa.Column("started_at", sa.Float(), nullable=True),
+        sa.Column("finished_at", sa.Float(), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("jobs", schema=None) as batch_op:
         batch_op.create_index("ix_jobs_status", ["status"], unique=False)
+
+    op.create_table(
+        "job_chunks",
+        sa.Column(
+            "id",
+            sa.BigInteger().with_variant(sa.Integer(), "sqlite"),
+            autoincrement=True,
+            nullable=False,
+        ),
+        sa.Column("job_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
+        sa.Column("first_id", sa.BigInteger(), nullable=False),
+        sa.Column("last_id", sa.BigInteger(), nullable=False),
+        sa.Column("status", sa.Text(), nullable=False),
+        sa.Column("lease_until", sa.Float(), nullable=True),
+        sa.Column("lease_owner", sa.Text(), nullable=True),
+        sa.Column("attempts", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    with op.batch_alter_table("job_chunks", schema=None) as batch_op:
+        batch_op.create_index("ix_job_chunks_claim", ["status", "lease_until"], unique=False)
+        batch_op.create_index("ix_job_chunks_job", ["job_id", "status"], unique=False)
 
     op.create_table(
         "results",
@@ -143,6 +168,12 @@ def upgrade() -> None:
         sa.Column("precision", sa.Float(), nullable=False),
         sa.Column("recall", sa.Float(), nullable=False),
         sa.Column("f1", sa.Float(), nullable=False),
+        sa.Column("paired_actual", sa.Integer(), nullable=False),
+        sa.Column("total_actual", sa.Integer(), nullable=False),
+        sa.Column("paired_expected_weight", sa.Float(), nullable=False),
+        sa.Column("total_expected_weight", sa.Float(), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("failure_kind", sa.Text(), nullable=True),
         sa.Column(
             "detail",
             sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql"),
@@ -191,6 +222,19 @@ def upgrade() -> None:
             "ix_turns_conversation", ["conversation_id", "start_ns"], unique=False
         )
 
+    op.create_table(
+        "result_tools",
+        sa.Column(
+            "result_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
+        ),
+        sa.Column("tool", sa.Text(), nullable=False),
+        sa.Column("paired_actual", sa.Integer(), nullable=False),
+        sa.Column("total_actual", sa.Integer(), nullable=False),
+        sa.Column("paired_expected_weight", sa.Float(), nullable=False),
+        sa.Column("total_expected_weight", sa.Float(), nullable=False),
+        sa.ForeignKeyConstraint(["result_id"], ["results.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("result_id", "tool"),
+    )
     op.create_table(
         "tool_calls",
         sa.Column(
@@ -250,6 +294,7 @@ def downgrade() -> None:
         batch_op.drop_index("ix_tool_calls_conversation")
 
     op.drop_table("tool_calls")
+    op.drop_table("result_tools")
     with op.batch_alter_table("turns", schema=None) as batch_op:
         batch_op.drop_index("ix_turns_conversation")
 
@@ -259,6 +304,11 @@ def downgrade() -> None:
         batch_op.drop_index("ix_results_conversation")
 
     op.drop_table("results")
+    with op.batch_alter_table("job_chunks", schema=None) as batch_op:
+        batch_op.drop_index("ix_job_chunks_job")
+        batch_op.drop_index("ix_job_chunks_claim")
+
+    op.drop_table("job_chunks")
     with op.batch_alter_table("jobs", schema=None) as batch_op:
         batch_op.drop_index("ix_jobs_status")
 
