@@ -76,12 +76,12 @@ def missing(frame: Frame, e: ExpectedCall, n_expected: int, n_called: int) -> Di
                  expected=e.to_dict())  # fmt: skip
 
 
-def _value_sentence(where: str, m: Mismatch) -> str:
+def _value_sentence(where: str, m: Mismatch, verb: str = "was") -> str:
     if m.expected == ABSENT:
-        return f"{where} was {show(m.actual)}, expected it to be absent."
+        return f"{where} {verb} {show(m.actual)}, expected it to be absent."
     if m.actual is MISSING:
-        return f"{where} was missing, expected {m.expected}."
-    return f"{where} was {show(m.actual)}, expected {m.expected}."
+        return f"{where} {verb} missing, expected {m.expected}."
+    return f"{where} {verb} {show(m.actual)}, expected {m.expected}."
 
 
 def _at(path: tuple[str | int, ...]) -> str | None:
@@ -96,9 +96,11 @@ def mismatch(frame: Frame, e: ExpectedCall, a: int, call: Call) -> Difference | 
         m = spec.mismatch(call.arguments)
         if m is not None:
             at = _at(m.path)
-            where = f"`{at}`" if at else "the arguments"
+            what = (
+                _value_sentence(f"`{at}`", m) if at else _value_sentence("the arguments", m, "were")
+            )
             return _diff(
-                frame, "argument", f"{head}: " + _value_sentence(where, m),
+                frame, "argument", f"{head}: {what}",
                 expected_index=e.index, actual_index=a,
                 path=_join(f"{e.path}.arguments", m.path),
                 expected=m.spec, actual=None if m.actual is MISSING else m.actual,

@@ -126,7 +126,7 @@ def _approx(raw: Mapping[str, Any], path: str) -> Spec:
         parts.append(f"±{_fmt(tol)}")
     if rel is not None:
         as_json["$rel"] = rel
-        parts.append(f"±{_fmt(rel * 100)}%")
+        parts.append(f"±{rel * 100:.6g}%")
     if not parts:
         return Op(lambda v: is_number(v) and v == x, as_json, _fmt(x))
     return Op(pred, as_json, f"≈{_fmt(x)} " + " or ".join(parts))
