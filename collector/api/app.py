@@ -11,7 +11,8 @@ from fastapi import FastAPI
 from collector import __version__
 from collector.api import errors
 from collector.api.deps import AppState
-from collector.api.routes import conversations, expectations, health, results, score
+from collector.api.gauges import ExpectationGauges
+from collector.api.routes import conversations, expectations, health, jobs, results, score
 from collector.config import Settings
 from collector.extract import ExtractOptions
 from collector.ingest import Ingest
@@ -29,19 +30,36 @@ def create_app(settings: Settings) -> FastAPI:
     """The FastAPI app; its lifespan runs the writer, the gRPC receiver and maybe a worker."""
     metrics = Metrics()
     engine = make_engine(settings.database_url)
-    writer = Writer(engine, metrics, max_batch=settings.writer_max_batch,
-                    max_queue_bytes=settings.max_queue_bytes)
-    ingest = Ingest(writer, metrics, ExtractOptions(
-        conversation_keys=tuple(settings.conversation_keys),
-        keep_plumbing=settings.keep_plumbing,
-    ))
-    grpc_receiver = GrpcReceiver(ingest, settings.host, settings.grpc_port,
-                                 settings.max_request_bytes)
-    worker = Worker(
-        engine, metrics, settle_seconds=settings.settle_seconds,
-        poll_seconds=settings.worker_poll_seconds, batch=settings.worker_batch,
-        lease_seconds=settings.lease_seconds,
-    ) if settings.worker else None
+    metrics.registry.register(ExpectationGauges(engine))
+    writer = Writer(
+        engine,
+        metrics,
+        max_batch=settings.writer_max_batch,
+        max_queue_bytes=settings.max_queue_bytes,
+    )
+    ingest = Ingest(
+        writer,
+        metrics,
+        ExtractOptions(
+            conversation_keys=tuple(settings.conversation_keys),
+            keep_plumbing=settings.keep_plumbing,
+        ),
+    )
+    grpc_receiver = GrpcReceiver(
+        ingest, settings.host, settings.grpc_port, settings.max_request_bytes
+    )
+    worker = (
+        Worker(
+            engine,
+            metrics,
+            settle_seconds=settings.settle_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+            batch=settings.worker_batch,
+            lease_seconds=settings.lease_seconds,
+        )
+        if settings.worker
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -55,16 +73,20 @@ def create_app(settings: Settings) -> FastAPI:
         engine.dispose()
 
     app = FastAPI(
-        title="tooltrail", version=__version__, lifespan=lifespan,
+        title="tooltrail",
+        version=__version__,
+        lifespan=lifespan,
         description="OpenTelemetry trace collector that scores whether AI agents call the "
-                    "right tools.",
+        "right tools.",
     )
     app.state.tooltrail = AppState(
-        settings=settings, engine=engine, metrics=metrics,
+        settings=settings,
+        engine=engine,
+        metrics=metrics,
         wake_worker=worker.wake if worker is not None else None,
     )
     errors.install(app)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
-    for module in (health, conversations, expectations, results, score):
+    for module in (health, conversations, expectations, results, score, jobs):
         app.include_router(module.router)
     return app

@@ -17,21 +17,35 @@ from collector.api.schemas import (
 
 def conversation_summary(row: dict[str, Any]) -> ConversationSummary:
     return ConversationSummary(
-        key=row["key"], service=row["service"], agents=list(row["agents"] or []),
-        first_seen=rfc3339(row["first_seen"]), last_seen=rfc3339(row["last_seen"]),
-        start_time=rfc3339_ns(row["start_ns"]), end_time=rfc3339_ns(row["end_ns"]),
-        turn_count=row["turn_count"], call_count=row["call_count"],
+        key=row["key"],
+        service=row["service"],
+        agents=list(row["agents"] or []),
+        first_seen=rfc3339(row["first_seen"]),
+        last_seen=rfc3339(row["last_seen"]),
+        start_time=rfc3339_ns(row["start_ns"]),
+        end_time=rfc3339_ns(row["end_ns"]),
+        turn_count=row["turn_count"],
+        call_count=row["call_count"],
         error_count=row["error_count"],
     )
 
 
 def tool_call(row: dict[str, Any]) -> ToolCallOut:
     return ToolCallOut(
-        name=row["name"], arguments=row["arguments"], arguments_raw=row["arguments_raw"],
-        result=row["result"], error=row["error"], status=row["status"], call_id=row["call_id"],
-        trace_id=row["trace_id"], span_id=row["span_id"], parent_span_id=row["parent_span_id"],
-        step=row["step"], start_time=rfc3339_ns(row["start_ns"]),
-        end_time=rfc3339_ns(row["end_ns"]), convention=row["convention"],
+        name=row["name"],
+        arguments=row["arguments"],
+        arguments_raw=row["arguments_raw"],
+        result=row["result"],
+        error=row["error"],
+        status=row["status"],
+        call_id=row["call_id"],
+        trace_id=row["trace_id"],
+        span_id=row["span_id"],
+        parent_span_id=row["parent_span_id"],
+        step=row["step"],
+        start_time=rfc3339_ns(row["start_ns"]),
+        end_time=rfc3339_ns(row["end_ns"]),
+        convention=row["convention"],
         executed=row["executed"],
     )
 
@@ -39,11 +53,15 @@ def tool_call(row: dict[str, Any]) -> ToolCallOut:
 def conversation(row: dict[str, Any], turns: list[dict[str, Any]]) -> ConversationOut:
     summary = conversation_summary(row)
     return ConversationOut(
-        **summary.model_dump(), attributes=row["attributes"] or {},
+        **summary.model_dump(),
+        attributes=row["attributes"] or {},
         turns=[
             TurnOut(
-                index=i, turn_key=t["turn_key"], trace_id=t["trace_id"],
-                start_time=rfc3339_ns(t["start_ns"]), end_time=rfc3339_ns(t["end_ns"]),
+                index=i,
+                turn_key=t["turn_key"],
+                trace_id=t["trace_id"],
+                start_time=rfc3339_ns(t["start_ns"]),
+                end_time=rfc3339_ns(t["end_ns"]),
                 agents=list(t["agents"] or []),
                 tool_calls=[tool_call(c) for c in t["tool_calls"]],
             )
@@ -55,8 +73,10 @@ def conversation(row: dict[str, Any], turns: list[dict[str, Any]]) -> Conversati
 def result(row: dict[str, Any], conversation_key: str | None) -> ResultOut:
     detail = dict(row["detail"])
     detail.update(
-        expectation=row["expectation"], expectation_version=row["expectation_version"],
-        conversation=conversation_key, scored_at=rfc3339(row["scored_at"]),
+        expectation=row["expectation"],
+        expectation_version=row["expectation_version"],
+        conversation=conversation_key,
+        scored_at=rfc3339(row["scored_at"]),
         current=row["current"],
     )
     return ResultOut(**detail)
@@ -64,6 +84,9 @@ def result(row: dict[str, Any], conversation_key: str | None) -> ResultOut:
 
 def expectation(row: dict[str, Any]) -> ExpectationOut:
     return ExpectationOut(
-        id=row["slug"], version=row["version"], active=row["active"],
-        created_at=rfc3339(row["created_at"]), expectation=row["body"],
+        id=row["slug"],
+        version=row["version"],
+        active=row["active"],
+        created_at=rfc3339(row["created_at"]),
+        expectation=row["body"],
     )

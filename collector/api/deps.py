@@ -71,9 +71,14 @@ def decode_cursor(cursor: str | None) -> int | None:
         raise ApiError(400, "cursor: not a cursor this API issued") from exc
 
 
-def page(rows: list[dict[str, Any]], limit: int, key: str = "id") -> str | None:
-    """next_cursor for a page: set when the page is full."""
-    return encode_cursor(rows[-1][key]) if len(rows) == limit and rows else None
+def page(
+    rows: list[dict[str, Any]], limit: int, key: str = "id"
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Split `limit + 1` fetched rows into the page and its next_cursor (None on the last)."""
+    if len(rows) <= limit:
+        return rows, None
+    rows = rows[:limit]
+    return rows, encode_cursor(rows[-1][key])
 
 
 def rfc3339_ns(ns: int | None) -> str | None:

@@ -9,9 +9,19 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-CODES = {400: "bad_request", 401: "unauthenticated", 403: "forbidden", 404: "not_found",
-         405: "method_not_allowed", 409: "conflict", 413: "too_large", 415: "unsupported_media",
-         422: "invalid_request", 500: "internal", 503: "unavailable"}
+CODES = {
+    400: "bad_request",
+    401: "unauthenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media",
+    422: "invalid_request",
+    500: "internal",
+    503: "unavailable",
+}
 
 
 class ApiError(Exception):
@@ -41,14 +51,19 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http_error(_: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(error_body(exc.status_code, str(exc.detail)), exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        return JSONResponse(
+            error_body(exc.status_code, str(exc.detail)),
+            exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
-            {"path": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
-             "message": e.get("msg", "")}
+            {
+                "path": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+                "message": e.get("msg", ""),
+            }
             for e in exc.errors()
         ]
         first = details[0] if details else {"path": "", "message": "invalid request"}

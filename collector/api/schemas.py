@@ -141,3 +141,80 @@ class IngestErrorOut(BaseModel):
 
 class IngestErrorList(BaseModel):
     data: list[IngestErrorOut]
+
+
+class Figures(BaseModel):
+    """Counts and micro-averaged figures over a set of results."""
+
+    count: int
+    passed: int
+    failed: int
+    pass_rate: float | None
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    paired_actual: int
+    total_actual: int
+    paired_expected_weight: float
+    total_expected_weight: float
+
+
+class ToolFigures(BaseModel):
+    precision: float
+    recall: float
+    f1: float
+    paired_actual: int
+    total_actual: int
+    paired_expected_weight: float
+    total_expected_weight: float
+
+
+class ReasonCount(BaseModel):
+    reason: str
+    count: int
+
+
+class BucketFigures(Figures):
+    start: str | None = Field(description="bucket start (RFC 3339), by conversation start time")
+
+
+class SummaryOut(Figures):
+    """An expectation's current results summarised for dashboards."""
+
+    expectation: str
+    tools: dict[str, ToolFigures]
+    failure_reasons: list[ReasonCount]
+    failure_kinds: dict[str, int]
+    buckets: list[BucketFigures] | None = None
+
+
+class JobIn(BaseModel):
+    """A rescoring job: which expectations (default: all active), which conversations."""
+
+    model_config = {"extra": "forbid"}
+
+    expectations: list[str] | None = None
+    selector: dict[str, Any] | None = None
+    since: str | None = Field(None, description="RFC 3339; conversations that ended after")
+    until: str | None = Field(None, description="RFC 3339; conversations that started before")
+
+
+class JobCreated(BaseModel):
+    id: str
+
+
+class JobOut(BaseModel):
+    """A rescoring job's progress."""
+
+    id: str
+    status: str
+    total: int
+    done: int
+    failed: int
+    expectations: list[dict[str, Any]]
+    selector: dict[str, Any] | None
+    since: str | None
+    until: str | None
+    created_at: str | None
+    started_at: str | None
+    finished_at: str | None

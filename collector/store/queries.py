@@ -25,13 +25,32 @@ class Conflict(Exception):
 
 
 def list_conversations(
-    conn: Connection, *, limit: int, before_id: int | None, service: str | None = None,
-    tool: str | None = None, since_ns: int | None = None, until_ns: int | None = None,
+    conn: Connection,
+    *,
+    limit: int,
+    before_id: int | None,
+    service: str | None = None,
+    tool: str | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
     has_errors: bool | None = None,
+    agent: str | None = None,
+    passed: bool | None = None,
+    expectation: str | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations, newest first (by id), filtered."""
     c = conversations.c
     query = select(conversations).order_by(c.id.desc()).limit(limit)
+    if agent is not None:
+        query = query.where(json_list_contains(conn, c.agents, agent))
+    if passed is not None or expectation is not None:
+        r = results.c
+        scored = select(r.id).where(r.conversation_id == c.id, r.current)
+        if passed is not None:
+            scored = scored.where(r.passed == passed)
+        if expectation is not None:
+            scored = scored.where(r.expectation == expectation)
+        query = query.where(scored.exists())
     if before_id is not None:
         query = query.where(c.id < before_id)
     if service is not None:
@@ -51,6 +70,14 @@ def list_conversations(
     return [dict(r._mapping) for r in conn.execute(query)]
 
 
+def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
+    """`value` is an element of the JSON list in `column` (JSONB containment / json_each)."""
+    if conn.dialect.name == "postgresql":
+        return column.op("@>")(func.jsonb_build_array(value))
+    each = func.json_each(column).table_valued("value")
+    return select(each.c.value).where(each.c.value == value).exists()
+
+
 def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
     """One conversation row by key."""
     row = conn.execute(select(conversations).where(conversations.c.key == key)).first()
@@ -62,14 +89,16 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
     turn_rows = [
         dict(r._mapping)
         for r in conn.execute(
-            select(turns).where(turns.c.conversation_id == conversation_id)
+            select(turns)
+            .where(turns.c.conversation_id == conversation_id)
             .order_by(turns.c.start_ns, turns.c.id)
         )
     ]
     t = tool_calls.c
     calls: dict[int, list[dict[str, Any]]] = {row["id"]: [] for row in turn_rows}
     for r in conn.execute(
-        select(tool_calls).where(t.conversation_id == conversation_id)
+        select(tool_calls)
+        .where(t.conversation_id == conversation_id)
         .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
     ):
         calls.setdefault(r.turn_id, []).append(dict(r._mapping))
@@ -110,7 +139,8 @@ def list_expectations(
     query = (
         select(expectations)
         .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.v))
-        .order_by(e.id).limit(limit)
+        .order_by(e.id)
+        .limit(limit)
     )
     if not include_inactive:
         query = query.where(e.active)
@@ -131,9 +161,11 @@ def add_expectation_version(
     version = 1 if current is None else current["version"] + 1
     now = time.time()
     try:
-        conn.execute(expectations.insert().values(
-            slug=slug, version=version, body=body, active=True, created_at=now
-        ))
+        conn.execute(
+            expectations.insert().values(
+                slug=slug, version=version, body=body, active=True, created_at=now
+            )
+        )
     except IntegrityError as exc:  # a concurrent writer took this version number
         raise Conflict(f"expectation {slug!r} was changed concurrently; retry") from exc
     create_job(conn, {"expectations": [[slug, version]], "selector": None})
@@ -149,8 +181,15 @@ def deactivate_expectation(conn: Connection, slug: str) -> bool:
 
 
 def list_results(
-    conn: Connection, *, limit: int, before_id: int | None, expectation: str | None,
-    conversation_id: int | None, passed: bool | None, since: float | None, until: float | None,
+    conn: Connection,
+    *,
+    limit: int,
+    before_id: int | None,
+    expectation: str | None,
+    conversation_id: int | None,
+    passed: bool | None,
+    since: float | None,
+    until: float | None,
     history: bool = False,
 ) -> list[dict[str, Any]]:
     """Results newest first, filtered."""
@@ -158,12 +197,16 @@ def list_results(
     query = (
         select(results, conversations.c.key.label("conversation_key"))
         .join(conversations, conversations.c.id == r.conversation_id)
-        .order_by(r.id.desc()).limit(limit)
+        .order_by(r.id.desc())
+        .limit(limit)
     )
     if not history:
         query = query.where(r.current)
-    for column, value in ((r.expectation, expectation), (r.conversation_id, conversation_id),
-                          (r.passed, passed)):
+    for column, value in (
+        (r.expectation, expectation),
+        (r.conversation_id, conversation_id),
+        (r.passed, passed),
+    ):
         if value is not None:
             query = query.where(column == value)
     if before_id is not None:

@@ -12,32 +12,55 @@ from collector.api.errors import ApiError
 from collector.api.schemas import ConversationOut, ConversationPage, ErrorBody, ResultPage
 from collector.store import queries
 
-router = APIRouter(prefix="/api/v1/conversations", tags=["conversations"],
-                   responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
+router = APIRouter(
+    prefix="/api/v1/conversations",
+    tags=["conversations"],
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+)
 
 
 @router.get("", response_model=ConversationPage)
 def list_conversations(
-    conn: ReadConn, limit: Limit = 50, cursor: CursorParam = None,
-    service: str | None = None, tool: str | None = None,
+    conn: ReadConn,
+    limit: Limit = 50,
+    cursor: CursorParam = None,
+    service: str | None = None,
+    tool: str | None = None,
     since: Annotated[str | None, Query(description="RFC 3339")] = None,
     until: Annotated[str | None, Query(description="RFC 3339")] = None,
     has_errors: bool | None = None,
+    agent: str | None = None,
+    passed: Annotated[
+        bool | None, Query(description="has a current result that passed / failed")
+    ] = None,
+    expectation: Annotated[str | None, Query(description="has a current result of it")] = None,
 ) -> ConversationPage:
     """Conversations, newest first."""
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
     rows = queries.list_conversations(
-        conn, limit=limit, before_id=decode_cursor(cursor), service=service, tool=tool,
+        conn,
+        limit=limit + 1,
+        before_id=decode_cursor(cursor),
+        service=service,
+        tool=tool,
         since_ns=int(since_s * 1e9) if since_s is not None else None,
-        until_ns=int(until_s * 1e9) if until_s is not None else None, has_errors=has_errors,
+        until_ns=int(until_s * 1e9) if until_s is not None else None,
+        has_errors=has_errors,
+        agent=agent,
+        passed=passed,
+        expectation=expectation,
     )
-    return ConversationPage(data=[convert.conversation_summary(r) for r in rows],
-                            next_cursor=page(rows, limit))
+    rows, next_cursor = page(rows, limit)
+    return ConversationPage(
+        data=[convert.conversation_summary(r) for r in rows], next_cursor=next_cursor
+    )
 
 
 @router.get("/{key:path}/results", response_model=ResultPage)
 def conversation_results(
-    key: str, conn: ReadConn, all: Annotated[bool, Query(description="include history")] = False,
+    key: str,
+    conn: ReadConn,
+    all: Annotated[bool, Query(description="include history")] = False,
 ) -> ResultPage:
     """The latest result per applicable expectation (every result with all=true)."""
     row = queries.get_conversation(conn, key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Response
 
@@ -15,6 +15,8 @@ from collector.api.deps import (
     WriteConn,
     decode_cursor,
     page,
+    parse_time,
+    rfc3339,
 )
 from collector.api.errors import ApiError
 from collector.api.schemas import (
@@ -22,13 +24,17 @@ from collector.api.schemas import (
     ExpectationCreated,
     ExpectationOut,
     ExpectationPage,
+    SummaryOut,
     ValidationOut,
 )
-from collector.store import queries
+from collector.store import queries, summary
 from matcher import Expectation, InvalidExpectation, parse_expectation
 
-router = APIRouter(prefix="/api/v1", tags=["expectations"],
-                   responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}})
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["expectations"],
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+)
 ExpectationBody = Annotated[dict[str, Any], Body(description="an expectation (MATCHING.md)")]
 
 
@@ -40,8 +46,12 @@ def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
 
 
-@router.post("/expectations", status_code=201, response_model=ExpectationCreated,
-             responses={409: {"model": ErrorBody}})
+@router.post(
+    "/expectations",
+    status_code=201,
+    response_model=ExpectationCreated,
+    responses={409: {"model": ErrorBody}},
+)
 def create_expectation(body: ExpectationBody, conn: WriteConn, app: State) -> ExpectationCreated:
     """Register an expectation; every stored conversation it applies to is scored."""
     exp = parse(body)
@@ -64,15 +74,17 @@ def validate_expectation(body: ExpectationBody) -> ValidationOut:
 
 @router.get("/expectations", response_model=ExpectationPage)
 def list_expectations(
-    conn: ReadConn, limit: Limit = 50, cursor: CursorParam = None,
+    conn: ReadConn,
+    limit: Limit = 50,
+    cursor: CursorParam = None,
     include_inactive: bool = False,
 ) -> ExpectationPage:
     """The newest version of each expectation."""
     rows = queries.list_expectations(
-        conn, include_inactive=include_inactive, limit=limit, after_id=decode_cursor(cursor)
+        conn, include_inactive=include_inactive, limit=limit + 1, after_id=decode_cursor(cursor)
     )
-    return ExpectationPage(data=[convert.expectation(r) for r in rows],
-                           next_cursor=page(rows, limit))
+    rows, next_cursor = page(rows, limit)
+    return ExpectationPage(data=[convert.expectation(r) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/expectations/{slug}", response_model=ExpectationOut)
@@ -84,6 +96,33 @@ def get_expectation(
     if row is None:
         raise ApiError(404, f"no expectation {slug!r}" + (f" version {version}" if version else ""))
     return convert.expectation(row)
+
+
+@router.get("/expectations/{slug}/summary", response_model=SummaryOut)
+def expectation_summary(
+    slug: str,
+    conn: ReadConn,
+    bucket: Annotated[Literal["1h", "1d"] | None, Query(description="time buckets")] = None,
+    since: Annotated[str | None, Query(description="RFC 3339")] = None,
+    until: Annotated[str | None, Query(description="RFC 3339")] = None,
+    version: Annotated[int | None, Query(ge=1)] = None,
+) -> SummaryOut:
+    """Counts, pass rate, micro precision/recall/F1, per tool, common failure reasons, and
+    the same per time bucket (by conversation start), over the current results."""
+    if queries.latest_expectation(conn, slug) is None:
+        raise ApiError(404, f"no expectation {slug!r}")
+    since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
+    figures = summary.expectation_summary(
+        conn,
+        slug,
+        since_ns=None if since_s is None else int(since_s * 1e9),
+        until_ns=None if until_s is None else int(until_s * 1e9),
+        bucket=bucket,
+        version=version,
+    )
+    if figures.get("buckets") is not None:
+        figures["buckets"] = [{**b, "start": rfc3339(b["start"])} for b in figures["buckets"]]
+    return SummaryOut(expectation=slug, **figures)
 
 
 @router.put("/expectations/{slug}", response_model=ExpectationCreated)

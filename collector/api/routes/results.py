@@ -25,8 +25,11 @@ router = APIRouter(prefix="/api/v1", tags=["results"], responses={400: {"model":
 
 @router.get("/results", response_model=ResultPage)
 def list_results(
-    conn: ReadConn, limit: Limit = 50, cursor: CursorParam = None,
-    expectation: str | None = None, conversation: str | None = None,
+    conn: ReadConn,
+    limit: Limit = 50,
+    cursor: CursorParam = None,
+    expectation: str | None = None,
+    conversation: str | None = None,
     passed: bool | None = None,
     since: Annotated[str | None, Query(description="RFC 3339, scored at or after")] = None,
     until: Annotated[str | None, Query(description="RFC 3339, scored at or before")] = None,
@@ -40,18 +43,24 @@ def list_results(
             raise ApiError(404, f"no conversation {conversation!r}")
         conversation_id = row["id"]
     rows = queries.list_results(
-        conn, limit=limit, before_id=decode_cursor(cursor), expectation=expectation,
-        conversation_id=conversation_id, passed=passed, since=parse_time(since, "since"),
-        until=parse_time(until, "until"), history=all,
+        conn,
+        limit=limit + 1,
+        before_id=decode_cursor(cursor),
+        expectation=expectation,
+        conversation_id=conversation_id,
+        passed=passed,
+        since=parse_time(since, "since"),
+        until=parse_time(until, "until"),
+        history=all,
     )
-    return ResultPage(data=[convert.result(r, r["conversation_key"]) for r in rows],
-                      next_cursor=page(rows, limit))
+    rows, next_cursor = page(rows, limit)
+    return ResultPage(
+        data=[convert.result(r, r["conversation_key"]) for r in rows], next_cursor=next_cursor
+    )
 
 
 @router.get("/ingest/errors", response_model=IngestErrorList)
 def ingest_errors(conn: ReadConn, limit: Limit = 50) -> IngestErrorList:
     """The most recent rejected requests and spans, with why."""
     rows = queries.recent_ingest_errors(conn, limit)
-    return IngestErrorList(data=[
-        IngestErrorOut(**{**r, "at": rfc3339(r["at"])}) for r in rows
-    ])
+    return IngestErrorList(data=[IngestErrorOut(**{**r, "at": rfc3339(r["at"])}) for r in rows])

@@ -46,8 +46,17 @@ class ScoreOut(ResultOut):
 
 
 def _calls(calls: list[CallIn]) -> list[Call]:
-    return [Call(name=c.name, arguments=c.arguments if c.arguments is not None else {},
-                 result=c.result, error=c.error, step=c.step, call_id=c.call_id) for c in calls]
+    return [
+        Call(
+            name=c.name,
+            arguments=c.arguments if c.arguments is not None else {},
+            result=c.result,
+            error=c.error,
+            step=c.step,
+            call_id=c.call_id,
+        )
+        for c in calls
+    ]
 
 
 @router.post("/score", response_model=ScoreOut)
@@ -65,8 +74,15 @@ def score_calls(body: ScoreIn) -> ScoreOut:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     outs = [
-        ResultOut(**{**r.to_dict(), "expectation": exp.id or "", "expectation_version": 0,
-                     "conversation": None, "scored_at": now})
+        ResultOut(
+            **{
+                **r.to_dict(),
+                "expectation": exp.id or "",
+                "expectation_version": 0,
+                "conversation": None,
+                "scored_at": now,
+            }
+        )
         for r in score(exp, trajectory)
     ]
     if len(outs) == 1:

@@ -1,0 +1,92 @@
+"""Rescoring jobs: create, progress, cancel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from collector.api.deps import ReadConn, State, WriteConn, parse_time, rfc3339
+from collector.api.errors import ApiError
+from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut
+from collector.store import jobs
+from matcher import InvalidExpectation
+from matcher.selector import parse_selector
+
+router = APIRouter(
+    prefix="/api/v1/jobs",
+    tags=["jobs"],
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+)
+
+
+def job_out(row: dict[str, Any]) -> JobOut:
+    spec = row["spec"]
+    return JobOut(
+        id=str(row["id"]),
+        status=row["status"],
+        total=row["total"],
+        done=row["done"],
+        failed=row["failed"],
+        expectations=[{"id": slug, "version": v} for slug, v in spec.get("expectations", [])],
+        selector=spec.get("selector"),
+        since=rfc3339(spec.get("since")),
+        until=rfc3339(spec.get("until")),
+        created_at=rfc3339(row["created_at"]),
+        started_at=rfc3339(row["started_at"]),
+        finished_at=rfc3339(row["finished_at"]),
+    )
+
+
+def job_id(raw: str) -> int:
+    if not raw.isdigit():
+        raise ApiError(404, f"no job {raw!r}")
+    return int(raw)
+
+
+@router.post("", status_code=202, response_model=JobCreated)
+def create_job(body: JobIn, conn: WriteConn, app: State) -> JobCreated:
+    """Rescore stored conversations; the job is split into chunks any worker can claim."""
+    selector = None
+    if body.selector is not None:
+        try:
+            selector = parse_selector(body.selector).to_dict()
+        except InvalidExpectation as exc:
+            raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    versions = jobs.newest_versions(conn, body.expectations)
+    missing = sorted(set(body.expectations or ()) - {slug for slug, _ in versions})
+    if missing:
+        raise ApiError(400, f"expectations: no active expectation {missing[0]!r}")
+    if not versions:
+        raise ApiError(400, "expectations: there is no active expectation to score")
+    spec = {
+        "expectations": versions,
+        "selector": selector,
+        "since": parse_time(body.since, "since"),
+        "until": parse_time(body.until, "until"),
+    }
+    new_id = jobs.create_job(conn, spec)
+    conn.commit()
+    if app.wake_worker is not None:
+        app.wake_worker()
+    return JobCreated(id=str(new_id))
+
+
+@router.get("/{id}", response_model=JobOut)
+def get_job(id: str, conn: ReadConn) -> JobOut:
+    """Status and progress."""
+    row = jobs.get_job(conn, job_id(id))
+    if row is None:
+        raise ApiError(404, f"no job {id!r}")
+    return job_out(row)
+
+
+@router.delete("/{id}", response_model=JobOut)
+def cancel_job(id: str, conn: WriteConn) -> JobOut:
+    """Cancel a queued or running job (a finished job is left as it is)."""
+    number = job_id(id)
+    if jobs.cancel_job(conn, number) is None:
+        raise ApiError(404, f"no job {id!r}")
+    row = jobs.get_job(conn, number)
+    assert row is not None
+    return job_out(row)
