@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from types import TracebackType
+from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2
@@ -70,8 +72,16 @@ class TraceService:
 class GrpcReceiver:
     """The gRPC server as an async context manager; `port` is the bound port after start."""
 
-    def __init__(self, ingest: Ingest, host: str, port: int, max_message_bytes: int) -> None:
+    def __init__(
+        self,
+        ingest: Ingest,
+        host: str,
+        port: int,
+        max_message_bytes: int,
+        interceptors: Sequence[Any] = (),
+    ) -> None:
         self.ingest = ingest
+        self.interceptors = tuple(interceptors)
         self.host = host
         self.port = port
         self.max_message_bytes = max_message_bytes
@@ -79,10 +89,11 @@ class GrpcReceiver:
 
     async def __aenter__(self) -> GrpcReceiver:
         server = grpc.aio.server(
+            interceptors=self.interceptors,
             options=[
                 ("grpc.max_receive_message_length", self.max_message_bytes),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
-            ]
+            ],
         )
         server.add_generic_rpc_handlers((TraceService(self.ingest).handler(),))
         host = f"[{self.host}]" if ":" in self.host else self.host
