@@ -22,9 +22,10 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         flag = "--" + name.replace("_", "-")
         help_text = field.description or ""
         if field.annotation is bool:
-            parser.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction,
-                                default=None, help=help_text)
-        elif field.annotation == list[str]:
+            parser.add_argument(
+                flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text
+            )
+        elif field.annotation == list[str] or name in ("api_keys", "conversation_keys"):
             parser.add_argument(flag, dest=name, nargs="*", default=None, help=help_text)
         else:
             kind: Any = {int: int, float: float}.get(field.annotation, str)  # type: ignore[arg-type]
@@ -39,7 +40,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 def setup_logging(level: str) -> None:
     logging.basicConfig(
-        level=level.upper(), stream=sys.stderr,
+        level=level.upper(),
+        stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
 
@@ -60,11 +62,21 @@ def cmd_serve(settings: Settings) -> int:
 
     if settings.migrate:
         migrate(settings.database_url)
-    if settings.host not in ("127.0.0.1", "::1", "localhost"):
-        log.warning("binding %s: the service is reachable from other hosts", settings.host)
+    if not is_loopback(settings.host) and not (settings.api_keys or settings.api_keys_file):
+        log.warning(
+            "!!! binding %s with NO API keys: anyone who can reach this host can send spans, "
+            "read results and change expectations. Set TOOLTRAIL_API_KEYS. !!!",
+            settings.host,
+        )
     app = create_app(settings)
-    config = uvicorn.Config(app, host=settings.host, port=settings.http_port,
-                            log_level=settings.log_level, lifespan="on", access_log=False)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.http_port,
+        log_level=settings.log_level,
+        lifespan="on",
+        access_log=False,
+    )
     server = uvicorn.Server(config)
 
     async def run() -> None:
@@ -73,9 +85,15 @@ def cmd_serve(settings: Settings) -> int:
             await asyncio.sleep(0.02)
         if server.started:
             http_port = server.servers[0].sockets[0].getsockname()[1]
-            log.info("tooltrail listening: http=%s:%d grpc=%s:%d database=%s worker=%s",
-                     settings.host, http_port, settings.host, app.state.grpc_port,
-                     _safe_url(settings.database_url), "on" if settings.worker else "off")
+            log.info(
+                "tooltrail listening: http=%s:%d grpc=%s:%d database=%s worker=%s",
+                settings.host,
+                http_port,
+                settings.host,
+                app.state.grpc_port,
+                _safe_url(settings.database_url),
+                "on" if settings.worker else "off",
+            )
         await task
 
     asyncio.run(run())
@@ -93,17 +111,45 @@ def cmd_worker(settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        worker = Worker(engine, Metrics(), settle_seconds=settings.settle_seconds,
-                        poll_seconds=settings.worker_poll_seconds, batch=settings.worker_batch,
-                        lease_seconds=settings.lease_seconds)
+        worker = Worker(
+            engine,
+            Metrics(),
+            settle_seconds=settings.settle_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+            batch=settings.worker_batch,
+            lease_seconds=settings.lease_seconds,
+        )
         async with worker:
-            log.info("tooltrail worker %s running on %s", worker.owner,
-                     _safe_url(settings.database_url))
+            log.info(
+                "tooltrail worker %s running on %s", worker.owner, _safe_url(settings.database_url)
+            )
             await stop.wait()
         engine.dispose()
 
     asyncio.run(run())
     return 0
+
+
+def exposure_warning(settings: Settings) -> str | None:
+    """A loud warning when the service listens beyond loopback with no API keys."""
+    if is_loopback(settings.host) or settings.api_keys or settings.api_keys_file:
+        return None
+    return (
+        f"!!! binding {settings.host} with NO API keys: anyone who can reach this host can send "
+        "spans, read results and change expectations. Set TOOLTRAIL_API_KEYS. !!!"
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback addresses (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _safe_url(url: str) -> str:
@@ -117,8 +163,11 @@ def run_bench(target: str, argv: list[str]) -> int:
     """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
     import importlib
 
-    module = {"matcher": "matcher.bench", "ingest": "collector.bench.ingest",
-              "scoring": "collector.bench.scoring"}[target]
+    module = {
+        "matcher": "matcher.bench",
+        "ingest": "collector.bench.ingest",
+        "scoring": "collector.bench.scoring",
+    }[target]
     result: int = importlib.import_module(module).main(argv)
     return result
 
@@ -127,12 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
     parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (("serve", "receivers + REST API + embedded worker"),
-                            ("worker", "a standalone scoring worker"),
-                            ("migrate", "upgrade the database to the newest schema")):
+    for name, help_text in (
+        ("serve", "receivers + REST API + embedded worker"),
+        ("worker", "a standalone scoring worker"),
+        ("migrate", "upgrade the database to the newest schema"),
+    ):
         add_settings_flags(sub.add_parser(name, help=help_text))
-    report = sub.add_parser("extract", help="show what each span contributed, and why not",
-                            add_help=False)
+    report = sub.add_parser(
+        "extract", help="show what each span contributed, and why not", add_help=False
+    )
     report.add_argument("rest", nargs=argparse.REMAINDER)
     bench = sub.add_parser("bench", help="benchmarks")
     bench.add_argument("target", choices=["matcher", "ingest", "scoring"])

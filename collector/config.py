@@ -6,13 +6,23 @@ from __future__ import annotations
 import json
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 MIB = 1024 * 1024
+
+
+def _split(value: Any) -> Any:
+    """Lists may be given as comma-separated text (environment variables) or as lists."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(_split)]
 
 
 class Settings(BaseSettings):
@@ -44,7 +54,7 @@ class Settings(BaseSettings):
     worker_poll_seconds: float = Field(0.25, gt=0, description="worker idle poll interval")
     worker_batch: int = Field(64, gt=0, description="conversations claimed per worker round")
     lease_seconds: float = Field(60.0, gt=0, description="a claimed conversation's lease")
-    conversation_keys: list[str] = Field(
+    conversation_keys: CommaList = Field(
         default_factory=lambda: [
             "traceloop.association.properties.session_id",
             "ai.telemetry.metadata.sessionId",
@@ -54,6 +64,12 @@ class Settings(BaseSettings):
     keep_plumbing: bool = Field(
         False, description="keep framework plumbing tool calls (adk_*, handoffs, final_result)"
     )
+    api_keys: CommaList = Field(
+        default_factory=list,
+        description="API keys, `role:key` (roles ingest, read, admin; a bare key is admin); "
+        "when any is configured, ingest and /api/v1 require one",
+    )
+    api_keys_file: str | None = Field(None, description="a file of API keys, one per line")
     log_level: str = Field("info", description="debug | info | warning | error")
 
     @classmethod

@@ -10,9 +10,11 @@ from fastapi import FastAPI
 
 from collector import __version__
 from collector.api import errors
+from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
 from collector.api.gauges import ExpectationGauges
 from collector.api.routes import conversations, expectations, health, jobs, results, score
+from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
 from collector.ingest import Ingest
@@ -45,8 +47,13 @@ def create_app(settings: Settings) -> FastAPI:
             keep_plumbing=settings.keep_plumbing,
         ),
     )
+    keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     grpc_receiver = GrpcReceiver(
-        ingest, settings.host, settings.grpc_port, settings.max_request_bytes
+        ingest,
+        settings.host,
+        settings.grpc_port,
+        settings.max_request_bytes,
+        interceptors=[ApiKeyInterceptor(keys)] if keys.enabled else [],
     )
     worker = (
         Worker(
@@ -86,6 +93,7 @@ def create_app(settings: Settings) -> FastAPI:
         wake_worker=worker.wake if worker is not None else None,
     )
     errors.install(app)
+    app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
     for module in (health, conversations, expectations, results, score, jobs):
         app.include_router(module.router)
