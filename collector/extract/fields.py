@@ -1,22 +1,84 @@
-"""Reading a tool call's fields from a span, first present key wins (CONVENTIONS.md, "Fields")."""
+"""Reading a tool call's fields from a span, first present key wins (CONVENTIONS.md, "Fields").
+
+Each key may have an adapter that reads its value or says "absent" (None): a JSON Schema in
+`tool.parameters` is not arguments, `traceloop.entity.input` is unwrapped, a placeholder call id
+is no id. Span events are the last resort (Strands, pre-1.37 semconv).
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from typing import Any
 
 from collector.extract.conventions import Convention
+from collector.extract.events import event_arguments, event_call_id, event_result
 from collector.extract.otlp import SpanView
-from collector.extract.values import as_arguments, clean_id, unwrap_result
+from collector.extract.values import (
+    as_arguments,
+    clean_id,
+    decode,
+    is_placeholder,
+    langchain_tool_message,
+    unwrap_result,
+)
 from collector.model import ToolCall
+
+Adapter = Callable[[Any], Any]
 
 NAME_KEYS = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name")
 CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "ai.toolCall.id")
-ARGUMENT_KEYS = (
-    "gen_ai.tool.call.arguments",
-    "tool_arguments",
-    "ai.toolCall.args",
-    "gcp.vertex.agent.tool_call_args",
-    "input.value",
+SPAN_NAME_PATTERNS = (
+    re.compile(r"^execute_tool\s+(.+)$"),
+    re.compile(r"^(.+)\.(?:tool|run)$"),
+    re.compile(r"tools/call\s+(\S+)\s*$"),
+)
+LOGFIRE_MESSAGE = re.compile(r"^running tool:\s*(.+)$")
+
+
+class NotExtractable(ValueError):
+    """A span that looks like a tool call but cannot be turned into one."""
+
+
+def _present(value: Any) -> Any:
+    return None if is_placeholder(value) else value
+
+
+def _not_schema(value: Any) -> Any:
+    decoded, _ = decode(value)
+    if isinstance(decoded, dict) and (
+        "$schema" in decoded or ("properties" in decoded and decoded.get("type") == "object")
+    ):
+        return None
+    return _present(value)
+
+
+def _traceloop_input(value: Any) -> Any:
+    """`{"args": [...], "kwargs": {...}}` or `{"inputs": x}` → the arguments themselves."""
+    decoded, _ = decode(value)
+    if not isinstance(decoded, dict):
+        return _present(value)
+    if set(decoded) == {"inputs"}:
+        return decoded["inputs"]
+    if decoded and set(decoded) <= {"args", "kwargs"}:
+        args = decoded.get("args") or []
+        kwargs = decoded.get("kwargs") or {}
+        if not args:
+            return kwargs
+        if len(args) == 1 and isinstance(args[0], dict) and not kwargs:
+            return args[0]
+        return {"args": args, **kwargs} if isinstance(kwargs, dict) else decoded
+    return decoded
+
+
+ARGUMENT_KEYS: tuple[tuple[str, Adapter], ...] = (
+    ("gen_ai.tool.call.arguments", _present),
+    ("tool_arguments", _present),
+    ("ai.toolCall.args", _present),
+    ("gcp.vertex.agent.tool_call_args", _present),
+    ("input.value", _present),
+    ("tool.parameters", _not_schema),
+    ("traceloop.entity.input", _traceloop_input),
 )
 RESULT_KEYS = (
     "gen_ai.tool.call.result",
@@ -24,11 +86,8 @@ RESULT_KEYS = (
     "ai.toolCall.result",
     "gcp.vertex.agent.tool_response",
     "output.value",
+    "traceloop.entity.output",
 )
-
-
-class NotExtractable(ValueError):
-    """A span that looks like a tool call but cannot be turned into one."""
 
 
 def first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -45,10 +104,59 @@ def tool_name(span: SpanView, convention: Convention) -> str:
     value = first(span.attributes, NAME_KEYS)
     if isinstance(value, str) and value.strip():
         return value.strip()
-    prefix = convention.span_name_prefix
-    if prefix and span.name.startswith(prefix) and span.name[len(prefix) :].strip():
-        return span.name[len(prefix) :].strip()
+    patterns = (convention.span_name, *SPAN_NAME_PATTERNS) if convention.span_name else (
+        SPAN_NAME_PATTERNS
+    )
+    for pattern in patterns:
+        match = pattern.search(span.name)
+        if match and match.group(1).strip():
+            return match.group(1).strip()
+    message = span.attributes.get("logfire.msg")
+    match = LOGFIRE_MESSAGE.match(message) if isinstance(message, str) else None
+    if match:
+        return match.group(1).strip()
+    if convention.name_is_tool and span.name.strip():
+        return span.name.strip()
     raise NotExtractable(f"tool span {span.name!r} carries no tool name")
+
+
+def arguments_of(span: SpanView) -> Any:
+    """The raw arguments value (first present key, else the span events), or None."""
+    for key, adapter in ARGUMENT_KEYS:
+        value = span.attributes.get(key)
+        if value is not None:
+            value = adapter(value)
+            if value is not None:
+                return value
+    return event_arguments(span)
+
+
+def result_of(span: SpanView) -> tuple[Any, bool, bool]:
+    """(result, envelope says error, a result was present) from attributes, else events."""
+    for key in RESULT_KEYS:
+        value = span.attributes.get(key)
+        if value is not None:
+            result, is_error = unwrap_result(value)
+            if result is not None or is_error:
+                return result, is_error, True
+    value = event_result(span)
+    if value is None:
+        return None, False, False
+    result, is_error = unwrap_result(value)
+    return result, is_error, result is not None
+
+
+def call_id_of(span: SpanView) -> str | None:
+    """The call id: attributes, else span events, else a LangChain ToolMessage output."""
+    for key in CALL_ID_KEYS:
+        found = clean_id(span.attributes.get(key))
+        if found is not None:
+            return found
+    found = clean_id(event_call_id(span))
+    if found is not None:
+        return found
+    message = langchain_tool_message(decode(span.attributes.get("output.value"))[0])
+    return clean_id(message.get("tool_call_id")) if message else None
 
 
 def error_of(span: SpanView, envelope_error: bool) -> str | None:
@@ -68,21 +176,43 @@ def error_of(span: SpanView, envelope_error: bool) -> str | None:
         kind = exception.attributes.get("exception.type")
         if message or kind:
             return ": ".join(str(x) for x in (kind, message) if x)
-    return span.status_message or str(span.attributes.get("error.type") or "error")
+    text = span.status_message.strip().splitlines()[0] if span.status_message.strip() else ""
+    return text or str(span.attributes.get("error.type") or "error")
 
 
-def build_call(span: SpanView, convention: Convention) -> ToolCall:
-    """The ToolCall a tool span encodes; raises NotExtractable when it has no name."""
-    arguments, arguments_raw = as_arguments(first(span.attributes, ARGUMENT_KEYS))
-    raw_result = first(span.attributes, RESULT_KEYS)
-    result, envelope_error = unwrap_result(raw_result) if raw_result is not None else (None, False)
+def parent_tool_call(parent: SpanView | None, name: str) -> dict[str, Any] | None:
+    """LangGraph's `tools` node input `{"tool_call": {"name", "args", "id"}}` for this tool."""
+    if parent is None:
+        return None
+    value = decode(parent.attributes.get("input.value"))[0]
+    call = value.get("tool_call") if isinstance(value, dict) else None
+    if isinstance(call, dict) and call.get("name") == name:
+        return call
+    return None
+
+
+def build_call(span: SpanView, convention: Convention, parent: SpanView | None = None) -> ToolCall:
+    """The ToolCall a tool span encodes; raises NotExtractable when it has no name.
+
+    `parent` (the span's parent, when in the same request) may supply a call id and the
+    uncollapsed arguments (LangGraph's `tools` node).
+    """
+    name = tool_name(span, convention)
+    arguments, arguments_raw = as_arguments(arguments_of(span))
+    result, envelope_error, _ = result_of(span)
+    call_id = call_id_of(span)
+    hint = parent_tool_call(parent, name)
+    if hint is not None:
+        call_id = call_id or clean_id(hint.get("id"))
+        if not isinstance(arguments, dict) and isinstance(hint.get("args"), dict):
+            arguments, arguments_raw = hint["args"], None
     error = error_of(span, envelope_error)
     return ToolCall(
         trace_id=span.trace_id,
         span_id=span.span_id,
         parent_span_id=span.parent_span_id,
-        name=tool_name(span, convention),
-        call_id=clean_id(first(span.attributes, CALL_ID_KEYS)),
+        name=name,
+        call_id=call_id,
         arguments=arguments,
         arguments_raw=arguments_raw,
         result=result,

@@ -16,19 +16,29 @@ CONVERSATION_KEYS = (
     "langfuse.session.id",
 )
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
-AGENT_ROOT_NAMES = frozenset({"Agent workflow", "ai.generateText", "ai.streamText"})
+AGENT_ROOT_NAMES = frozenset(
+    {"Agent workflow", "Agent Workflow", "ai.generateText", "ai.streamText"}
+)
+AGENT_KINDS = frozenset({"workflow", "agent"})  # traceloop.span.kind
+ADK_SCOPE = "gcp.vertex.agent"  # its legacy root span `invocation` carries no attributes
 GENAI_PREFIXES = ("gen_ai.", "openinference.", "llm.", "traceloop.", "ai.", "gcp.vertex.agent.")
 MAX_SELECTOR_ATTRIBUTES = 64
 
 
-def conversation_key(span: SpanView, extra_keys: Sequence[str]) -> str | None:
-    """The conversation id a span (or its resource) carries, if any."""
-    for source in (span.attributes, span.resource):
+def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str, str] | None:
+    """(conversation id, the attribute it came from) of a span or its resource, if any."""
+    for where, source in (("", span.attributes), ("resource ", span.resource)):
         for key in (*CONVERSATION_KEYS, *extra_keys):
             value = source.get(key)
             if value is not None and str(value).strip():
-                return str(value).strip()
+                return str(value).strip(), where + key
     return None
+
+
+def conversation_key(span: SpanView, extra_keys: Sequence[str]) -> str | None:
+    """The conversation id a span (or its resource) carries, if any."""
+    found = conversation_source(span, extra_keys)
+    return found[0] if found else None
 
 
 def is_agent_span(span: SpanView) -> bool:
@@ -38,9 +48,13 @@ def is_agent_span(span: SpanView) -> bool:
         return True
     if attrs.get("openinference.span.kind") == "AGENT":
         return True
+    if attrs.get("traceloop.span.kind") in AGENT_KINDS:
+        return True
     if span.name in AGENT_ROOT_NAMES:
         return True
     if span.parent_span_id is None:
+        if span.name == "invocation" and span.scope == ADK_SCOPE:
+            return True
         return any(key.startswith(GENAI_PREFIXES) for key in attrs)
     return False
 

@@ -1,11 +1,16 @@
-"""Decoding attribute values that carry JSON: strings, double-encoded strings, structured values."""
+"""Decoding attribute values that carry JSON: strings, double-encoded strings, structured values,
+and the envelopes producers wrap tool results in."""
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
-PLACEHOLDERS = frozenset({"", "unknown", "<not specified>", "none", "null"})
+PLACEHOLDERS = frozenset({"", "unknown", "<not specified>", "none", "null", "n/a"})
+REDACTED = frozenset({"__REDACTED__", "[REDACTED]", "<redacted>", "REDACTED"})
+WRAPPER_KEYS = ("result", "output", "response")
+MAX_UNWRAP = 4  # envelopes nested deeper than this are left as they are
 
 
 def decode(value: Any) -> tuple[Any, str | None]:
@@ -42,39 +47,95 @@ def as_arguments(value: Any) -> tuple[Any, str | None]:
     return decoded, raw
 
 
+def is_placeholder(value: Any) -> bool:
+    """True for values that stand for "not captured": placeholders and redaction markers."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return text.lower() in PLACEHOLDERS or text in REDACTED
+
+
+def unknown_arguments(value: Any) -> bool:
+    """True when arguments tell nothing: missing, `{}`, or a redaction placeholder."""
+    return value is None or value == {} or is_placeholder(value)
+
+
 def unwrap_result(value: Any) -> tuple[Any, bool]:
-    """Decode a tool result and strip known envelopes; returns (result, envelope says error)."""
-    decoded, _ = decode(value)
+    """Decode a tool result and strip known envelopes; returns (result, envelope says error).
+
+    Envelopes: MCP `{content: [{type: text, text}], structuredContent?, isError?}`, LangChain's
+    serialized ToolMessage `{type: tool, data: {content, status}}`, Bedrock/Strands content
+    blocks `[{"text": ...}]`, and single-key `{result|output|response}` wrappers (ADK).
+    Placeholders (`"<not specified>"`) become None.
+    """
+    current, _ = decode(value)
     is_error = False
-    if isinstance(decoded, dict):
-        flag = decoded.get("isError", decoded.get("is_error"))
-        is_error = flag is True
-        if (
-            "content" in decoded
-            and isinstance(decoded["content"], list)
-            and ("isError" in decoded or "structuredContent" in decoded or _is_mcp_content(decoded))
-        ):
-            if decoded.get("structuredContent") is not None:
-                return decoded["structuredContent"], is_error
-            texts = [
-                str(part.get("text", ""))
-                for part in decoded["content"]
-                if isinstance(part, dict) and part.get("type") == "text"
-            ]
-            joined = "\n".join(texts)
-            inner, _ = decode(joined)
-            return inner, is_error
-        if len(decoded) == 1:
-            ((key, inner_value),) = decoded.items()
-            if key in ("result", "output", "response"):
-                inner, _ = decode(inner_value)
-                return inner, is_error
-    return decoded, is_error
+    for _ in range(MAX_UNWRAP):
+        inner, error = _unwrap_once(current)
+        is_error = is_error or error
+        if inner is current:
+            break
+        current = inner
+    if isinstance(current, str) and current.strip().lower() in PLACEHOLDERS - {""}:
+        return None, is_error
+    return current, is_error
 
 
-def _is_mcp_content(value: dict[str, Any]) -> bool:
-    parts = value["content"]
+def _unwrap_once(value: Any) -> tuple[Any, bool]:
+    """Strip one envelope, or return `value` itself (the same object) when there is none."""
+    if isinstance(value, list) and value and all(_is_content_block(b) for b in value):
+        return _join_blocks(value), False
+    if not isinstance(value, dict):
+        return value, False
+    flag = value.get("isError", value.get("is_error"))
+    is_error = flag is True
+    content = value.get("content")
+    if isinstance(content, list) and (
+        "isError" in value or "structuredContent" in value or _all_typed(content)
+    ):
+        if value.get("structuredContent") is not None:
+            return value["structuredContent"], is_error
+        texts = [
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        ]
+        return decode("\n".join(texts))[0], is_error
+    message = langchain_tool_message(value)
+    if message is not None:
+        return decode(message.get("content"))[0], message.get("status") == "error"
+    if len(value) == 1:
+        ((key, inner),) = value.items()
+        if key in WRAPPER_KEYS:
+            return decode(inner)[0], is_error
+    return value, is_error
+
+
+def langchain_tool_message(value: Any) -> dict[str, Any] | None:
+    """The `data` of a serialized LangChain ToolMessage (`{"type": "tool", "data": {...}}`)."""
+    if isinstance(value, dict) and value.get("type") == "tool":
+        data = value.get("data")
+        if isinstance(data, dict) and "content" in data:
+            return data
+    return None
+
+
+def _all_typed(parts: list[Any]) -> bool:
     return bool(parts) and all(isinstance(p, dict) and "type" in p for p in parts)
+
+
+def _is_content_block(block: Any) -> bool:
+    """A Bedrock-style content block: `{"text": str}` or `{"json": value}`."""
+    return isinstance(block, dict) and len(block) == 1 and (
+        isinstance(block.get("text"), str) or "json" in block
+    )
+
+
+def _join_blocks(blocks: list[dict[str, Any]]) -> Any:
+    if len(blocks) == 1 and "json" in blocks[0]:
+        return blocks[0]["json"]
+    text = "\n".join(str(b.get("text", "")) for b in blocks if "text" in b)
+    return decode(text)[0]
 
 
 def clean_id(value: Any) -> str | None:
@@ -82,4 +143,21 @@ def clean_id(value: Any) -> str | None:
     if value is None:
         return None
     text = str(value).strip()
-    return None if text.lower() in PLACEHOLDERS else text
+    return None if text.lower() in PLACEHOLDERS or text in REDACTED else text
+
+
+def canonical(value: Any) -> str:
+    """A stable text form of a JSON value, for comparing arguments (key order, 1 == 1.0)."""
+    return json.dumps(_normal(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _normal(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value == int(value):
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): _normal(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal(v) for v in value]
+    return value

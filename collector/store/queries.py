@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from collector.extract.reconcile import reconcile_rows
 from collector.store.jobs import create_job
 from collector.store.tables import (
     conversations,
@@ -85,7 +86,8 @@ def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
 
 
 def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str, Any]]:
-    """The turns in start order, each with its tool calls in (step, start) order."""
+    """The turns in start order, each with its tool calls reconciled (each call once, with its
+    step; a request never executed has `executed=False`) in (step, start) order."""
     turn_rows = [
         dict(r._mapping)
         for r in conn.execute(
@@ -94,14 +96,8 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
             .order_by(turns.c.start_ns, turns.c.id)
         )
     ]
-    t = tool_calls.c
-    calls: dict[int, list[dict[str, Any]]] = {row["id"]: [] for row in turn_rows}
-    for r in conn.execute(
-        select(tool_calls)
-        .where(t.conversation_id == conversation_id)
-        .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
-    ):
-        calls.setdefault(r.turn_id, []).append(dict(r._mapping))
+    rows = conn.execute(select(tool_calls).where(tool_calls.c.conversation_id == conversation_id))
+    calls = reconcile_rows(r._mapping for r in rows)
     for row in turn_rows:
         row["tool_calls"] = calls.get(row["id"], [])
     return turn_rows

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
+from collector.extract.reconcile import reconcile_rows
 from collector.store.tables import (
     conversations,
     expectations,
@@ -163,7 +164,8 @@ def applies(exp: Expectation, conv: ConversationFacts) -> bool:
 
 
 def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
-    """Each conversation's calls grouped by turn (turn start order), each turn by (step, start).
+    """Each conversation's calls grouped by turn (turn start order), each turn reconciled
+    (`collector.extract.reconcile`: each call once, with its step) and in (step, start) order.
 
     Two queries for any number of conversations.
     """
@@ -176,25 +178,28 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
     ):
         turn_order[cid].append(tid)
     t = tool_calls.c
-    by_turn: dict[int, list[Call]] = {}
-    for r in conn.execute(
+    rows = conn.execute(
         select(
-            t.turn_id, t.name, t.arguments, t.arguments_raw, t.result, t.error, t.call_id, t.step
-        )
-        .where(t.conversation_id.in_(id_list))
-        .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
-    ):
-        arguments = r.arguments if r.arguments is not None else (r.arguments_raw or {})
-        by_turn.setdefault(r.turn_id, []).append(
+            t.turn_id, t.trace_id, t.span_id, t.parent_span_id, t.name, t.call_id, t.arguments,
+            t.arguments_raw, t.result, t.error, t.status, t.start_ns, t.end_ns, t.step,
+            t.convention, t.executed,
+        ).where(t.conversation_id.in_(id_list))
+    )
+    by_turn: dict[int, list[Call]] = {
+        turn: [
             Call(
-                name=r.name,
-                arguments=arguments,
-                result=r.result,
-                error=r.error,
-                call_id=r.call_id,
-                step=r.step,
+                name=r["name"],
+                arguments=r["arguments"] if r["arguments"] is not None
+                else (r["arguments_raw"] or {}),
+                result=r["result"],
+                error=r["error"],
+                call_id=r["call_id"],
+                step=r["step"],
             )
-        )
+            for r in calls
+        ]
+        for turn, calls in reconcile_rows(r._mapping for r in rows).items()
+    }
     return {
         cid: Trajectory(turns=[by_turn.get(tid, []) for tid in tids])
         for cid, tids in turn_order.items()
@@ -203,36 +208,7 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
 
 def trajectory(conn: Connection, conversation_id: int) -> Trajectory:
     """The conversation's calls, grouped by turn (turn start order), each turn by (step, start)."""
-    turn_ids = [
-        tid
-        for (tid,) in conn.execute(
-            select(turns.c.id)
-            .where(turns.c.conversation_id == conversation_id)
-            .order_by(turns.c.start_ns, turns.c.id)
-        )
-    ]
-    t = tool_calls.c
-    by_turn: dict[int, list[Call]] = {tid: [] for tid in turn_ids}
-    rows = conn.execute(
-        select(
-            t.turn_id, t.name, t.arguments, t.arguments_raw, t.result, t.error, t.call_id, t.step
-        )
-        .where(t.conversation_id == conversation_id)
-        .order_by(t.turn_id, t.step.is_(None), t.step, t.start_ns, t.span_id)
-    )
-    for r in rows:
-        arguments = r.arguments if r.arguments is not None else (r.arguments_raw or {})
-        by_turn.setdefault(r.turn_id, []).append(
-            Call(
-                name=r.name,
-                arguments=arguments,
-                result=r.result,
-                error=r.error,
-                call_id=r.call_id,
-                step=r.step,
-            )
-        )
-    return Trajectory(turns=[by_turn[tid] for tid in turn_ids])
+    return trajectories(conn, [conversation_id])[conversation_id]
 
 
 def scope_key(scope: dict[str, Any]) -> str:

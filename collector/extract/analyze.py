@@ -1,0 +1,190 @@
+"""The extraction pass over one OTLP request, optionally explaining what each span contributed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collector.extract.conventions import convention_of, skipped
+from collector.extract.fields import NotExtractable, build_call
+from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
+from collector.extract.reconcile import collapse
+from collector.extract.requests import is_llm_span, request_rows, requested_calls
+from collector.extract.traces import TraceAccumulator, conversation_source, is_agent_span
+from collector.model import Batch, RejectedSpan, ToolCall
+
+PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result"})
+DEFAULT_CONVERSATION_KEYS = (
+    "traceloop.association.properties.session_id",
+    "ai.telemetry.metadata.sessionId",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractOptions:
+    """Knobs of extraction (from Settings)."""
+
+    conversation_keys: Sequence[str] = DEFAULT_CONVERSATION_KEYS
+    keep_plumbing: bool = False
+
+
+def is_plumbing(name: str) -> bool:
+    """Framework plumbing that is not a tool the agent chose (CONVENTIONS.md)."""
+    return name in PLUMBING_NAMES or name.startswith(("adk_", "transfer_to_"))
+
+
+@dataclass(slots=True)
+class SpanNote:
+    """What one span contributed (`notes`), or why it contributed nothing (`why_not`)."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None
+    name: str
+    kind: str
+    start_ns: int
+    notes: list[str] = field(default_factory=list)
+    why_not: str = ""
+
+
+@dataclass(slots=True)
+class Analysis:
+    """A Batch, plus one SpanNote per span when asked to explain."""
+
+    batch: Batch
+    spans: list[SpanNote] = field(default_factory=list)
+
+
+def analyze(
+    request: ExportTraceServiceRequest, options: ExtractOptions | None = None,
+    *, explain: bool = False,
+) -> Analysis:
+    """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason."""
+    options = options or ExtractOptions()
+    rejected: list[RejectedSpan] = []
+    views: list[SpanView] = []
+    count = 0
+    for raw, resource, scope in iter_spans(request):
+        count += 1
+        try:
+            views.append(span_view(raw, resource, scope))
+        except BadSpan as exc:
+            rejected.append(RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name, str(exc)))
+    index = {(v.trace_id, v.span_id): v for v in views}
+    pass_ = _Pass(options, index, explain)
+    for span in views:
+        pass_.add(span)
+    return pass_.finish(rejected, count)
+
+
+class _Pass:
+    """The state of one analysis: executions, requests, traces and notes so far."""
+
+    def __init__(
+        self, options: ExtractOptions, index: dict[tuple[str, str], SpanView], explain: bool
+    ) -> None:
+        self.options = options
+        self.index = index
+        self.explain = explain
+        self.executions: dict[str, list[ToolCall]] = {}
+        self.requests: list[ToolCall] = []
+        self.unextracted: list[RejectedSpan] = []
+        self.traces: dict[str, TraceAccumulator] = {}
+        self.notes: dict[tuple[str, str], SpanNote] = {}
+
+    def add(self, span: SpanView) -> None:
+        note = SpanNote(span.trace_id, span.span_id, span.parent_span_id, span.name, "span",
+                        span.start_ns)
+        contributed = self._tool(span, note) or self._llm(span, note)
+        acc = self.traces.get(span.trace_id)
+        if acc is None:
+            acc = self.traces[span.trace_id] = TraceAccumulator(span.trace_id)
+        acc.add(span, self.options.conversation_keys, contributed)
+        if self.explain:
+            self._describe_trace_facts(span, note)
+            self.notes[(span.trace_id, span.span_id)] = note
+
+    def _tool(self, span: SpanView, note: SpanNote) -> bool:
+        convention = convention_of(span)
+        if convention is None:
+            return False
+        note.kind = f"tool ({convention.name})"
+        reason = skipped(span)
+        if reason is not None:
+            note.why_not = f"skipped: {reason}"
+            return False
+        parent = self.index.get((span.trace_id, span.parent_span_id or ""))
+        try:
+            call = build_call(span, convention, parent)
+        except NotExtractable as exc:
+            self.unextracted.append(RejectedSpan(span.trace_id, span.span_id, span.name, str(exc)))
+            note.why_not = f"unextracted: {exc}"
+            return False
+        if not self.options.keep_plumbing and is_plumbing(call.name):
+            note.why_not = f"framework plumbing `{call.name}` (filtered; keep_plumbing keeps it)"
+            return False
+        self.executions.setdefault(span.trace_id, []).append(call)
+        if self.explain:
+            note.notes.append(f"call {describe(call)}")
+        return True
+
+    def _llm(self, span: SpanView, note: SpanNote) -> bool:
+        if not is_llm_span(span):
+            return False
+        note.kind = "llm"
+        source, calls = requested_calls(span)
+        kept = [c for c in calls if self.options.keep_plumbing or not is_plumbing(c.name)]
+        if not kept:
+            note.why_not = "model response without tool calls" if not calls else (
+                "requested only framework plumbing")
+            return False
+        rows = request_rows(span, source, kept)
+        self.requests.extend(rows)
+        if self.explain:
+            note.notes.extend(f"request {describe(r)} [{source}]" for r in rows)
+        return True
+
+    def _describe_trace_facts(self, span: SpanView, note: SpanNote) -> None:
+        found = conversation_source(span, self.options.conversation_keys)
+        if found is not None:
+            note.notes.append(f"conversation key {found[0]!r} ({found[1]})")
+        if is_agent_span(span):
+            if note.kind == "span":
+                note.kind = "agent"
+            note.notes.append("turn root" if span.parent_span_id is None else "agent run (in turn)")
+        if not note.notes and not note.why_not:
+            note.why_not = "no tool call, request, conversation key or agent run"
+
+    def _parent_of(self, trace_id: str) -> Callable[[str], str | None]:
+        def parent(span_id: str) -> str | None:
+            view = self.index.get((trace_id, span_id))
+            return view.parent_span_id if view is not None else None
+
+        return parent
+
+    def finish(self, rejected: list[RejectedSpan], count: int) -> Analysis:
+        calls: list[ToolCall] = []
+        for trace_id, executions in self.executions.items():
+            folded = collapse(executions, self._parent_of(trace_id))
+            calls.extend(folded.calls)
+            for inner, outer in folded.merged_into.items():
+                note = self.notes.get((trace_id, inner))
+                if note is not None:
+                    note.notes = [f"nested duplicate of span {outer}: fills its missing fields"]
+        calls.extend(self.requests)
+        infos = tuple(acc.info() for acc in self.traces.values() if acc.relevant)
+        batch = Batch(tuple(calls), infos, tuple(rejected), tuple(self.unextracted), count)
+        return Analysis(batch, list(self.notes.values()))
+
+
+def describe(call: ToolCall) -> str:
+    """`name(arguments)` with the call id and error, for humans."""
+    arguments = call.arguments if call.arguments_raw is None else call.arguments_raw
+    text = f"{call.name}({arguments!r})"
+    if call.call_id:
+        text += f" id={call.call_id}"
+    if call.error:
+        text += f" error={call.error[:80]!r}"
+    return text

@@ -1,0 +1,201 @@
+"""Tool calls a model *requested*, read from its LLM span (CONVENTIONS.md, "Each call once").
+
+Sources, first that yields calls wins: GenAI `gen_ai.output.messages` `tool_call` parts (attribute
+or operation-details event); OpenInference `llm.output_messages.{i}.message.tool_calls.{j}.*`;
+older `gen_ai.completion.{i}.tool_calls.{j}.*` (OpenLLMetry); Vercel `ai.response.toolCalls`;
+`gen_ai.choice` events (Strands `toolUse` blocks, pre-1.37 semconv `tool_calls`); ADK's legacy
+`gcp.vertex.agent.llm_response` `function_call` parts. Only LLM spans are read: agent and
+event-loop spans repeat the same content as history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from collector.extract.events import CHOICE, message_parts
+from collector.extract.otlp import SpanView
+from collector.extract.values import as_arguments, clean_id, decode
+from collector.model import ToolCall
+
+LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+OPENINFERENCE = re.compile(
+    r"^llm\.output_messages\.(\d+)\.message\.tool_calls\.(\d+)\.tool_call\."
+    r"(id|function\.name|function\.arguments)$"
+)
+COMPLETION = re.compile(
+    r"^(?:gen_ai|llm)\.completions?\.(\d+)\.tool_calls\.(\d+)\.(id|name|arguments)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Requested:
+    """One tool call as the model asked for it."""
+
+    name: str
+    call_id: str | None
+    arguments: Any
+
+
+def is_llm_span(span: SpanView) -> bool:
+    """True for spans that record one model response."""
+    attrs = span.attributes
+    if attrs.get("gen_ai.operation.name") in LLM_OPERATIONS:
+        return True
+    if attrs.get("openinference.span.kind") == "LLM" or attrs.get("traceloop.span.kind") == "llm":
+        return True
+    if span.name.endswith((".doGenerate", ".doStream")):
+        return True
+    return span.name == "call_llm" and "gcp.vertex.agent.llm_response" in attrs
+
+
+def _semconv_messages(messages: Any) -> list[Requested]:
+    out: list[Requested] = []
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        for part in message.get("parts") or []:
+            if isinstance(part, dict) and part.get("type") == "tool_call":
+                out.append(_requested(part.get("name"), part.get("id"), part.get("arguments")))
+        out.extend(_openai_tool_calls(message.get("tool_calls")))
+    return [r for r in out if r.name]
+
+
+def _openai_tool_calls(calls: Any) -> list[Requested]:
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            inner = call.get("function")
+            function: dict[str, Any] = inner if isinstance(inner, dict) else call
+            out.append(_requested(function.get("name"), call.get("id"), function.get("arguments")))
+    return out
+
+
+def _requested(name: Any, call_id: Any, arguments: Any) -> Requested:
+    return Requested(str(name).strip() if name else "", clean_id(call_id), arguments)
+
+
+def from_output_messages(span: SpanView) -> list[Requested]:
+    value = span.attributes.get("gen_ai.output.messages")
+    if value is not None:
+        return _semconv_messages(decode(value)[0])
+    out = [
+        _requested(p.get("name"), p.get("id"), p.get("arguments"))
+        for p in message_parts(span, "gen_ai.output.messages")
+        if p.get("type") == "tool_call"
+    ]
+    return [r for r in out if r.name]
+
+
+def _flattened(span: SpanView, pattern: re.Pattern[str], names: dict[str, str]) -> list[Requested]:
+    found: dict[tuple[int, int], dict[str, Any]] = {}
+    for key, value in span.attributes.items():
+        match = pattern.match(key)
+        if match:
+            slot = found.setdefault((int(match.group(1)), int(match.group(2))), {})
+            slot[names.get(match.group(3), match.group(3))] = value
+    ordered = [found[slot] for slot in sorted(found)]
+    out = [_requested(f.get("name"), f.get("id"), f.get("arguments")) for f in ordered]
+    return [r for r in out if r.name]
+
+
+def from_openinference(span: SpanView) -> list[Requested]:
+    names = {"function.name": "name", "function.arguments": "arguments"}
+    return _flattened(span, OPENINFERENCE, names)
+
+
+def from_completions(span: SpanView) -> list[Requested]:
+    return _flattened(span, COMPLETION, {})
+
+
+def from_vercel(span: SpanView) -> list[Requested]:
+    calls, _ = decode(span.attributes.get("ai.response.toolCalls"))
+    out = []
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, dict):
+            arguments = call.get("input", call.get("args"))
+            out.append(_requested(call.get("toolName"), call.get("toolCallId"), arguments))
+    return [r for r in out if r.name]
+
+
+def from_choice_events(span: SpanView) -> list[Requested]:
+    out: list[Requested] = []
+    for event in span.events:
+        if event.name != CHOICE:
+            continue
+        message, _ = decode(event.attributes.get("message"))
+        if isinstance(message, list):
+            for block in message:
+                use = block.get("toolUse") if isinstance(block, dict) else None
+                if isinstance(use, dict):
+                    out.append(_requested(use.get("name"), use.get("toolUseId"), use.get("input")))
+        elif isinstance(message, dict):
+            out.extend(_openai_tool_calls(message.get("tool_calls")))
+        out.extend(_openai_tool_calls(decode(event.attributes.get("tool_calls"))[0]))
+    return [r for r in out if r.name]
+
+
+def from_adk_response(span: SpanView) -> list[Requested]:
+    response, _ = decode(span.attributes.get("gcp.vertex.agent.llm_response"))
+    content = response.get("content") if isinstance(response, dict) else None
+    parts = content.get("parts") if isinstance(content, dict) else None
+    out = []
+    for part in parts if isinstance(parts, list) else []:
+        call = part.get("function_call") if isinstance(part, dict) else None
+        if isinstance(call, dict):
+            out.append(_requested(call.get("name"), call.get("id"), call.get("args")))
+    return [r for r in out if r.name]
+
+
+SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
+    ("genai", from_output_messages),
+    ("openinference", from_openinference),
+    ("traceloop", from_completions),
+    ("vercel", from_vercel),
+    ("genai.events", from_choice_events),
+    ("adk", from_adk_response),
+)
+
+
+def requested_calls(span: SpanView) -> tuple[str, list[Requested]]:
+    """(source, calls) of an LLM span; ("", []) when it requested nothing."""
+    if not is_llm_span(span):
+        return "", []
+    for source, read in SOURCES:
+        calls = read(span)
+        if calls:
+            return source, calls
+    return "", []
+
+
+def request_rows(span: SpanView, source: str, calls: Iterable[Requested]) -> list[ToolCall]:
+    """Requested calls as not-executed ToolCall rows: span id `{llm span}#{j}`, parent the LLM span.
+
+    They are paired with their executions at read time (`reconcile`), because request and
+    execution may arrive in different OTLP requests.
+    """
+    rows = []
+    for j, call in enumerate(calls):
+        arguments, raw = as_arguments(call.arguments)
+        rows.append(
+            ToolCall(
+                trace_id=span.trace_id,
+                span_id=f"{span.span_id}#{j}",
+                parent_span_id=span.span_id,
+                name=call.name,
+                call_id=call.call_id,
+                arguments=arguments,
+                arguments_raw=raw,
+                result=None,
+                error=None,
+                status="requested",
+                start_ns=span.start_ns,
+                end_ns=span.end_ns,
+                convention=f"{source}.request",
+                attributes={"llm.span.name": span.name},
+                executed=False,
+            )
+        )
+    return rows
