@@ -1,16 +1,114 @@
-"""Writing extracted batches in one transaction, set-based, idempotent on (trace_id, span_id)."""
+"""Writing extracted batches in one transaction, set-based, idempotent on (trace_id, span_id).
+
+Two steps. `prepare` is pure and may run in another process: it serialises each tool call to a
+row (JSON already encoded, oversized values capped) so that pickling it back is cheap.
+`write_prepared` does the SQL of one group commit with a fixed number of statements whatever
+the number of requests: look up existing turns, upsert conversations and turns, bulk-insert the
+calls (SQLite `executemany`, PostgreSQL one `INSERT … SELECT FROM unnest(arrays)`), recount
+the touched conversations.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+import hashlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, Insert, Integer, Table, bindparam, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 
-from collector.model import Batch, TraceInfo
+from collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
+from collector.store.jsonio import capped_json
 from collector.store.tables import conversations, ingest_errors, tool_calls, turns
+
+CALL_FIELDS = (
+    "trace_id", "span_id", "parent_span_id", "call_id", "name", "arguments", "arguments_raw",
+    "result", "error", "status", "start_ns", "end_ns", "step", "convention", "executed",
+    "attributes",
+)
+CALL_COLUMNS = ("conversation_id", "turn_id", *CALL_FIELDS)
+PG_CALL_TYPES = (  # the temporary table COPY fills, in CALL_COLUMNS order
+    "bigint", "bigint", "text", "text", "text", "text", "text", "jsonb", "text", "jsonb", "text",
+    "text", "bigint", "bigint", "integer", "text", "boolean", "jsonb",
+)
+MAX_KEY = 512  # conversation/turn keys longer than this are shortened (an index holds them)
+MAX_TEXT = 16 * 1024  # names, ids, error messages
+MAX_ARGUMENTS = 256 * 1024  # a tool call's arguments or result, as JSON
+MAX_ATTRIBUTES = 256 * 1024  # a span's attributes, as JSON
+IN_CHUNK = 900  # bound parameters per IN list (SQLite's limit is 32766)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """One request's batch, ready to write: calls as rows in CALL_FIELDS order."""
+
+    calls: tuple[tuple[Any, ...], ...]
+    traces: tuple[TraceInfo, ...]
+    rejected: tuple[RejectedSpan, ...] = ()
+    unextracted: tuple[RejectedSpan, ...] = ()
+    span_count: int = 0
+    truncated: int = 0  # values cut to the size limits
+
+    @property
+    def empty(self) -> bool:
+        """True when nothing in the request needs writing."""
+        return not self.calls and not self.traces
+
+
+def short_key(key: str) -> str:
+    """A key short enough to index, still unique: long keys keep a prefix and their hash."""
+    if len(key) <= MAX_KEY:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{key[:MAX_KEY - 80]}…sha256:{digest}"
+
+
+def _text(value: str | None, counter: list[int]) -> str | None:
+    if value is None:
+        return None
+    if len(value) > MAX_TEXT:
+        counter[0] += 1
+        value = value[:MAX_TEXT] + "…[truncated]"
+    # strings from OTLP/JSON may hold lone surrogates, which no database can store
+    return value.encode("utf-8", "replace").decode() if not value.isascii() else value
+
+
+def call_row(call: ToolCall, counter: list[int]) -> tuple[Any, ...]:
+    """A tool call as a row of CALL_FIELDS; `counter[0]` counts values that were cut."""
+    arguments, cut_a = capped_json(call.arguments, MAX_ARGUMENTS)
+    result, cut_r = capped_json(call.result, MAX_ARGUMENTS)
+    attributes, cut_t = capped_json(call.attributes, MAX_ATTRIBUTES)
+    counter[0] += cut_a + cut_r + cut_t
+    return (
+        call.trace_id, call.span_id, call.parent_span_id, _text(call.call_id, counter),
+        _text(call.name, counter), arguments, _text(call.arguments_raw, counter), result,
+        _text(call.error, counter), call.status, call.start_ns, call.end_ns, call.step,
+        call.convention, call.executed, attributes,
+    )
+
+
+def _safe_info(info: TraceInfo) -> TraceInfo:
+    if len(info.conversation_key) <= MAX_KEY and len(info.turn_key) <= MAX_KEY:
+        return info
+    return replace(info, conversation_key=short_key(info.conversation_key),
+                   turn_key=short_key(info.turn_key))
+
+
+def prepare(batch: Batch) -> PreparedBatch:
+    """Serialise a Batch for writing (pure; safe to run in a worker process)."""
+    counter = [0]
+    calls = tuple(call_row(c, counter) for c in batch.calls)
+    return PreparedBatch(
+        calls=calls,
+        traces=tuple(_safe_info(i) for i in batch.traces),
+        rejected=batch.rejected,
+        unextracted=batch.unextracted,
+        span_count=batch.span_count,
+        truncated=counter[0],
+    )
 
 
 def insert_ignore(conn: Connection, table: Table) -> Insert:
@@ -18,6 +116,12 @@ def insert_ignore(conn: Connection, table: Table) -> Insert:
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table).on_conflict_do_nothing()
     return sqlite.insert(table).on_conflict_do_nothing()
+
+
+def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
+    """`items` in slices of at most `size`."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 @dataclass(slots=True)
@@ -45,7 +149,7 @@ class MergedTrace:
         )
 
 
-def merge_traces(batches: Iterable[Batch]) -> dict[str, TraceInfo]:
+def merge_traces(batches: Iterable[Batch | PreparedBatch]) -> dict[str, TraceInfo]:
     """Turn key → merged TraceInfo over every batch."""
     merged: dict[str, MergedTrace] = {}
     for batch in batches:
@@ -78,54 +182,79 @@ def ensure_conversations(
         }
         for i in {i.conversation_key: i for i in infos}.values()
     ]
-    conn.execute(insert_ignore(conn, conversations), rows)
-    found = conn.execute(
-        select(conversations.c.key, conversations.c.id).where(conversations.c.key.in_(keys))
-    )
-    return {key: cid for key, cid in found}
+    found: dict[str, int] = {}
+    for part in chunks(keys):
+        found.update((k, i) for k, i in conn.execute(
+            select(conversations.c.key, conversations.c.id).where(conversations.c.key.in_(part))
+        ))
+    missing = [r for r in rows if r["key"] not in found]
+    if missing:
+        conn.execute(insert_ignore(conn, conversations), missing)
+        for part in chunks([r["key"] for r in missing]):
+            found.update((k, i) for k, i in conn.execute(
+                select(conversations.c.key, conversations.c.id)
+                .where(conversations.c.key.in_(part))
+            ))
+    return found
 
 
-def write_batches(conn: Connection, batches: Sequence[Batch], now: float) -> None:
+def write_batches(
+    conn: Connection, batches: Sequence[Batch | PreparedBatch], now: float
+) -> None:
     """Store every turn, conversation and tool call of `batches` (caller owns the transaction)."""
+    write_prepared(conn, [b if isinstance(b, PreparedBatch) else prepare(b) for b in batches], now)
+
+
+def lookup(
+    conn: Connection, table: str, key: str, columns: str, keys: Sequence[Any]
+) -> list[Any]:
+    """Rows of `table` whose `key` is in `keys`: one `= ANY(array)` on PostgreSQL, chunked IN
+    lists on SQLite."""
+    if not keys:
+        return []
+    if conn.dialect.name == "postgresql":
+        sql = f"SELECT {columns} FROM {table} WHERE {key} = ANY(%s)"
+        return list(conn.exec_driver_sql(sql, (list(keys),)))
+    found: list[Any] = []
+    for part in chunks(keys):
+        marks = ", ".join("?" for _ in part)
+        found += conn.exec_driver_sql(
+            f"SELECT {columns} FROM {table} WHERE {key} IN ({marks})", tuple(part)
+        )
+    return found
+
+
+def _json_list(value: Any) -> list[Any]:
+    if isinstance(value, str | bytes):
+        value = orjson.loads(value)
+    return value if isinstance(value, list) else []
+
+
+def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: float) -> None:
+    """The SQL of one group commit (caller owns the transaction)."""
     infos = merge_traces(batches)
     if not infos:
         return
+    keys = list(infos)
     existing = {
         row.turn_key: row
-        for row in conn.execute(
-            select(
-                turns.c.id,
-                turns.c.turn_key,
-                turns.c.conversation_id,
-                turns.c.key_rank,
-                turns.c.start_ns,
-                turns.c.end_ns,
-                turns.c.agents,
-                turns.c.has_agent_root,
-            ).where(turns.c.turn_key.in_(list(infos)))
-        )
+        for row in lookup(conn, "turns", "turn_key", "id, turn_key, conversation_id, key_rank, "
+                          "start_ns, end_ns, agents, has_agent_root", keys)
     }
     conv_ids = ensure_conversations(conn, list(infos.values()), now)
     touched: set[int] = set(conv_ids.values())
     orphans: set[int] = set()
 
     new_turns = [
-        {
-            "conversation_id": conv_ids[i.conversation_key],
-            "turn_key": i.turn_key,
-            "trace_id": i.trace_id,
-            "start_ns": i.start_ns,
-            "end_ns": i.end_ns,
-            "key_rank": i.key_rank,
-            "has_agent_root": i.has_agent_root,
-            "agents": sorted(i.agents),
-        }
+        (conv_ids[i.conversation_key], i.turn_key, i.trace_id, i.start_ns, i.end_ns, i.key_rank,
+         i.has_agent_root, orjson.dumps(sorted(i.agents)).decode())
         for key, i in infos.items()
         if key not in existing
     ]
     if new_turns:
-        conn.execute(insert_ignore(conn, turns), new_turns)
+        insert_turns(conn, new_turns)
     turn_updates: list[dict[str, Any]] = []
+    moved: list[dict[str, Any]] = []
     for key, row in existing.items():
         info = infos[key]
         target = row.conversation_id
@@ -135,7 +264,8 @@ def write_batches(conn: Connection, batches: Sequence[Batch], now: float) -> Non
             if target != row.conversation_id:
                 orphans.add(row.conversation_id)
                 touched.add(row.conversation_id)
-        agents = sorted(set(row.agents or []) | info.agents)
+                moved.append({"b_id": row.id, "b_conv": target})
+        agents = sorted(set(_json_list(row.agents)) | info.agents)
         turn_updates.append(
             {
                 "b_id": row.id,
@@ -161,46 +291,23 @@ def write_batches(conn: Connection, batches: Sequence[Batch], now: float) -> Non
             ),
             turn_updates,
         )
+    if moved:
         conn.execute(
             update(tool_calls)
             .where(tool_calls.c.turn_id == bindparam("b_id"))
             .values(conversation_id=bindparam("b_conv")),
-            [{"b_id": u["b_id"], "b_conv": u["b_conv"]} for u in turn_updates],
+            moved,
         )
-    turn_ids = {
-        key: (tid, cid)
-        for key, tid, cid in conn.execute(
-            select(turns.c.turn_key, turns.c.id, turns.c.conversation_id).where(
-                turns.c.turn_key.in_(list(infos))
-            )
-        )
-    }
-    call_rows = [
-        {
-            "conversation_id": turn_ids[c.trace_id][1],
-            "turn_id": turn_ids[c.trace_id][0],
-            "trace_id": c.trace_id,
-            "span_id": c.span_id,
-            "parent_span_id": c.parent_span_id,
-            "call_id": c.call_id,
-            "name": c.name,
-            "arguments": c.arguments,
-            "arguments_raw": c.arguments_raw,
-            "result": c.result,
-            "error": c.error,
-            "status": c.status,
-            "start_ns": c.start_ns,
-            "end_ns": c.end_ns,
-            "step": c.step,
-            "convention": c.convention,
-            "executed": c.executed,
-            "attributes": c.attributes,
+    if new_turns:
+        turn_ids = {
+            key: (tid, cid)
+            for key, tid, cid in lookup(conn, "turns", "turn_key", "turn_key, id, conversation_id",
+                                        keys)
         }
-        for batch in batches
-        for c in batch.calls
-    ]
-    if call_rows:
-        conn.execute(insert_ignore(conn, tool_calls), call_rows)
+    else:
+        conv_of = {u["b_id"]: u["b_conv"] for u in turn_updates}
+        turn_ids = {key: (row.id, conv_of[row.id]) for key, row in existing.items()}
+    insert_calls(conn, batches, turn_ids)
     touched |= {cid for _, cid in turn_ids.values()}
     seen: dict[int, dict[str, Any]] = {}
     for info in infos.values():
@@ -212,6 +319,70 @@ def write_batches(conn: Connection, batches: Sequence[Batch], now: float) -> Non
     drop_empty(conn, orphans)
 
 
+TURN_COLUMNS = ("conversation_id", "turn_key", "trace_id", "start_ns", "end_ns", "key_rank",
+                "has_agent_root", "agents")
+PG_TURN_TYPES = ("bigint", "text", "text", "bigint", "bigint", "integer", "boolean", "jsonb")
+
+
+def insert_turns(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+    """Insert new turns (TURN_COLUMNS order), skipping any another writer just inserted."""
+    columns = ", ".join(TURN_COLUMNS)
+    if conn.dialect.name == "postgresql":
+        arrays = ", ".join(f"%s::{kind}[]" for kind in PG_TURN_TYPES)
+        conn.exec_driver_sql(
+            f"INSERT INTO turns ({columns}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING",
+            tuple(list(col) for col in zip(*rows, strict=True)),
+        )
+        return
+    marks = ", ".join("?" for _ in TURN_COLUMNS)
+    conn.exec_driver_sql(
+        f"INSERT INTO turns ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
+    )
+
+
+def insert_calls(
+    conn: Connection, batches: Sequence[PreparedBatch], turn_ids: dict[str, tuple[int, int]]
+) -> None:
+    """Bulk-insert every call row, skipping spans already stored."""
+    rows: list[tuple[Any, ...]] = []
+    for batch in batches:
+        for row in batch.calls:
+            tid, cid = turn_ids[row[0]]
+            rows.append((cid, tid, *row))
+    if not rows:
+        return
+    columns = ", ".join(CALL_COLUMNS)
+    if conn.dialect.name == "postgresql":
+        from psycopg.errors import UniqueViolation
+
+        try:  # the common case, no span stored before: COPY straight into the table
+            with conn.begin_nested():
+                copy_rows(conn, "tool_calls", rows)
+            return
+        except (IntegrityError, UniqueViolation):  # a resend: stage, then skip stored spans
+            pass
+        types = ", ".join(f"{n} {k}" for n, k in zip(CALL_COLUMNS, PG_CALL_TYPES, strict=True))
+        conn.exec_driver_sql(
+            f"CREATE TEMP TABLE IF NOT EXISTS tooltrail_calls_in ({types}) ON COMMIT DELETE ROWS"
+        )
+        copy_rows(conn, "tooltrail_calls_in", rows)
+        conn.exec_driver_sql(f"INSERT INTO tool_calls ({columns}) SELECT {columns} "
+                             "FROM tooltrail_calls_in ON CONFLICT DO NOTHING")
+        return
+    marks = ", ".join("?" for _ in CALL_COLUMNS)
+    conn.exec_driver_sql(
+        f"INSERT INTO tool_calls ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
+    )
+
+
+def copy_rows(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
+    """COPY rows (CALL_COLUMNS order) into `table`."""
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    with cursor.copy(f"COPY {table} ({', '.join(CALL_COLUMNS)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
 def refresh_conversations(
     conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float
 ) -> None:
@@ -219,44 +390,35 @@ def refresh_conversations(
     if not ids:
         return
     id_list = sorted(ids)
-    stored = {
-        cid: (attributes or {}, service)
-        for cid, attributes, service in conn.execute(
-            select(conversations.c.id, conversations.c.attributes, conversations.c.service).where(
-                conversations.c.id.in_(id_list)
-            )
-        )
-    }
-    turn_stats = {
-        cid: (n, lo, hi)
-        for cid, n, lo, hi in conn.execute(
-            select(
-                turns.c.conversation_id,
-                func.count(),
-                func.min(turns.c.start_ns),
-                func.max(turns.c.end_ns),
-            )
-            .where(turns.c.conversation_id.in_(id_list))
-            .group_by(turns.c.conversation_id)
-        )
-    }
-    call_stats = {
-        cid: (n, errors or 0)
-        for cid, n, errors in conn.execute(
-            select(
-                tool_calls.c.conversation_id,
-                func.count(),
-                func.sum((tool_calls.c.status == "error").cast(Integer)),
-            )
-            .where(tool_calls.c.conversation_id.in_(id_list))
-            .group_by(tool_calls.c.conversation_id)
-        )
-    }
+    stored: dict[int, tuple[dict[str, Any], str | None]] = {}
+    turn_stats: dict[int, tuple[int, int, int]] = {}
+    call_stats: dict[int, tuple[int, int]] = {}
     agents_by_conv: dict[int, set[str]] = {}
-    for cid, agents in conn.execute(
-        select(turns.c.conversation_id, turns.c.agents).where(turns.c.conversation_id.in_(id_list))
-    ):
-        agents_by_conv.setdefault(cid, set()).update(agents or [])
+    for part in chunks(id_list):
+        for cid, attributes, service in conn.execute(
+            select(conversations.c.id, conversations.c.attributes, conversations.c.service)
+            .where(conversations.c.id.in_(part))
+        ):
+            stored[cid] = (attributes or {}, service)
+        for cid, n, lo, hi in conn.execute(
+            select(turns.c.conversation_id, func.count(), func.min(turns.c.start_ns),
+                   func.max(turns.c.end_ns))
+            .where(turns.c.conversation_id.in_(part))
+            .group_by(turns.c.conversation_id)
+        ):
+            turn_stats[cid] = (n, lo, hi)
+        for cid, n, errors in conn.execute(
+            select(tool_calls.c.conversation_id, func.count(),
+                   func.sum((tool_calls.c.status == "error").cast(Integer)))
+            .where(tool_calls.c.conversation_id.in_(part))
+            .group_by(tool_calls.c.conversation_id)
+        ):
+            call_stats[cid] = (n, errors or 0)
+        for cid, agents in conn.execute(
+            select(turns.c.conversation_id, turns.c.agents)
+            .where(turns.c.conversation_id.in_(part))
+        ):
+            agents_by_conv.setdefault(cid, set()).update(agents or [])
     rows = []
     for cid in id_list:
         n_turns, lo, hi = turn_stats.get(cid, (0, 0, 0))
@@ -301,10 +463,24 @@ def drop_empty(conn: Connection, ids: set[int]) -> None:
     if not ids:
         return
     has_turn = select(turns.c.id).where(turns.c.conversation_id == conversations.c.id).exists()
-    conn.execute(delete(conversations).where(conversations.c.id.in_(sorted(ids)), ~has_turn))
+    for part in chunks(sorted(ids)):
+        conn.execute(delete(conversations).where(conversations.c.id.in_(part), ~has_turn))
 
 
 def record_ingest_errors(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
     """Keep rejected requests and spans, with their reasons, for /api/v1/ingest/errors."""
     if rows:
-        conn.execute(ingest_errors.insert(), list(rows))
+        conn.execute(ingest_errors.insert(), [_clean_error(r) for r in rows])
+
+
+def _clean_error(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v.encode("utf-8", "replace").decode() if isinstance(v, str) else v)
+            for k, v in row.items()}
+
+
+def prune_ingest_errors(conn: Connection, keep: int) -> None:
+    """Delete all but the newest `keep` ingest error rows."""
+    newest = conn.execute(select(func.max(ingest_errors.c.id))).scalar()
+    if newest is not None and newest > keep:
+        conn.execute(delete(ingest_errors).where(ingest_errors.c.id <= newest - keep))
+

@@ -1,0 +1,1 @@
+"""Benchmarks: `tooltrail bench ingest` (see collector.bench.ingest)."""
