@@ -59,6 +59,14 @@ def is_agent_span(span: SpanView) -> bool:
     return False
 
 
+def _lo(current: int | None, value: int) -> int:
+    return value if current is None else min(current, value)
+
+
+def _hi(current: int | None, value: int) -> int:
+    return value if current is None else max(current, value)
+
+
 @dataclass(slots=True)
 class TraceAccumulator:
     """Collects one trace's facts from the spans of one request."""
@@ -91,13 +99,13 @@ class TraceAccumulator:
             self.agents.add(agent_name)
         if is_agent_span(span):
             self.has_agent_root = self.relevant = True
-            self.agent_start = min(self.agent_start or span.start_ns, span.start_ns)
-            self.agent_end = max(self.agent_end or span.end_ns, span.end_ns)
+            self.agent_start = _lo(self.agent_start, span.start_ns)
+            self.agent_end = _hi(self.agent_end, span.end_ns)
             self._keep_attributes(span.attributes)
         if is_tool:
             self.relevant = True
-        self.any_start = min(self.any_start or span.start_ns, span.start_ns)
-        self.any_end = max(self.any_end or span.end_ns, span.end_ns)
+        self.any_start = _lo(self.any_start, span.start_ns)
+        self.any_end = _hi(self.any_end, span.end_ns)
         if not self.attributes or span.parent_span_id is None:
             self._keep_attributes(span.resource)
 

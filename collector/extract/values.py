@@ -29,11 +29,12 @@ def decode(value: Any) -> tuple[Any, str | None]:
         decoded = json.loads(text)
     except ValueError:
         return value, value if looks_structured else None
-    if isinstance(decoded, str) and decoded.strip()[:1] in ("{", "["):
+    inner = decoded.strip()[:1] if isinstance(decoded, str) else ""
+    if inner in ("{", "[", '"'):  # double-encoded
         try:
             return json.loads(decoded), None
         except ValueError:
-            return decoded, decoded
+            return decoded, decoded if inner != '"' else None
     return decoded, None
 
 
@@ -48,16 +49,18 @@ def as_arguments(value: Any) -> tuple[Any, str | None]:
 
 
 def is_placeholder(value: Any) -> bool:
-    """True for values that stand for "not captured": placeholders and redaction markers."""
-    if not isinstance(value, str):
-        return False
-    text = value.strip()
-    return text.lower() in PLACEHOLDERS or text in REDACTED
+    """True for values that stand for "nothing here" (`""`, `"N/A"`, `"<not specified>"`)."""
+    return isinstance(value, str) and value.strip().lower() in PLACEHOLDERS
+
+
+def is_redacted(value: Any) -> bool:
+    """True for redaction markers (content capture off): kept as they came, never scored."""
+    return isinstance(value, str) and value.strip() in REDACTED
 
 
 def unknown_arguments(value: Any) -> bool:
     """True when arguments tell nothing: missing, `{}`, or a redaction placeholder."""
-    return value is None or value == {} or is_placeholder(value)
+    return value is None or value == {} or is_placeholder(value) or is_redacted(value)
 
 
 def unwrap_result(value: Any) -> tuple[Any, bool]:
