@@ -99,3 +99,24 @@ def running_server(database_url: str, *extra: str, env: dict[str, str] | None = 
         pump_thread.join(5)
         if process.stderr is not None:
             process.stderr.close()
+
+
+@contextmanager
+def running_workers(database_url: str, count: int, *extra: str) -> Iterator[list[Any]]:
+    """Start `count` standalone `tooltrail worker` processes; SIGTERM (or reap) them after."""
+    command = [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url,
+               "--settle-seconds", "0.3", "--worker-poll-seconds", "0.1", *extra]
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(count)]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()

@@ -1,0 +1,60 @@
+"""Synthetic stored conversations for scoring tests and benchmarks (written through the real
+writer path, `persist.write_batches`, without OTLP in between)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+
+from sqlalchemy import Engine
+
+from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from collector.store.persist import write_batches
+
+TOOLS = ("lookup_order", "get_customer", "search_kb", "issue_refund", "send_email")
+
+
+def conversation_batch(index: int, calls: int, rng: random.Random, prefix: str) -> Batch:
+    """One conversation of one turn with `calls` tool calls."""
+    trace_id = f"{index + 1:032x}"
+    start = 1_700_000_000_000_000_000 + index * 1_000_000_000
+    made = []
+    for i in range(calls):
+        name = TOOLS[i % len(TOOLS)] if rng.random() > 0.1 else "delete_account"
+        made.append(ToolCall(
+            trace_id=trace_id, span_id=f"{index + 1:08x}{i:08x}", parent_span_id=None,
+            name=name, call_id=f"call_{i}", arguments={"order_id": index, "n": i},
+            arguments_raw=None, result={"ok": True}, error=None, status="ok",
+            start_ns=start + i * 1000, end_ns=start + i * 1000 + 500, convention="genai",
+        ))
+    info = TraceInfo(
+        trace_id=trace_id, turn_key=trace_id, conversation_key=f"{prefix}{index:07d}",
+        key_rank=KEY_FROM_ROOT, service="bench-agent", agents=frozenset({"support"}),
+        start_ns=start, end_ns=start + calls * 1000, has_agent_root=True,
+    )
+    return Batch(tuple(made), (info,), span_count=calls + 1)
+
+
+def batches(count: int, calls: int, seed: int = 7, prefix: str = "conv-") -> Iterator[Batch]:
+    """`count` synthetic conversations, reproducibly."""
+    rng = random.Random(seed)
+    for index in range(count):
+        yield conversation_batch(index, calls, rng, prefix)
+
+
+def seed(engine: Engine, count: int, calls: int = 10, *, per_transaction: int = 500,
+         prefix: str = "conv-") -> float:
+    """Store `count` conversations; returns the seconds it took."""
+    started = time.perf_counter()
+    pending: list[Batch] = []
+    for batch in batches(count, calls, prefix=prefix):
+        pending.append(batch)
+        if len(pending) == per_transaction:
+            with engine.begin() as conn:
+                write_batches(conn, pending, time.time())
+            pending = []
+    if pending:
+        with engine.begin() as conn:
+            write_batches(conn, pending, time.time())
+    return time.perf_counter() - started
