@@ -220,10 +220,13 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
     return paired
 
 
-def reconcile(calls: Sequence[ToolCall]) -> list[ToolCall]:
-    """One turn's stored rows → each call once, with `step`, in (step, request order, start)."""
-    executions = collapse(c for c in calls if c.executed).calls
-    executions.sort(key=lambda c: (c.start_ns, c.span_id))
+def reconcile(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> list[ToolCall]:
+    """One turn's stored rows → each call once, with `step`, in (step, request order, start).
+
+    `notes`, when given, receives span id → what became of that row (for `tooltrail extract`).
+    """
+    folded = collapse(c for c in calls if c.executed)
+    executions = sorted(folded.calls, key=lambda c: (c.start_ns, c.span_id))
     groups = _request_groups(c for c in calls if not c.executed)
     group_of = {r.span_id: g for g in groups for r in g.requests}
     paired = _pair(executions, [r for g in groups for r in g.requests])
@@ -247,7 +250,29 @@ def reconcile(calls: Sequence[ToolCall]) -> list[ToolCall]:
         step = group_of[r.span_id].step
         key = (step, request_index(r)[1], r.start_ns, r.span_id)
         out.append((key, dataclasses.replace(r, step=step, executed=False)))
+    if notes is not None:
+        _explain(notes, calls, folded, paired, assigned, unanswered, group_of)
     return [call for _, call in sorted(out, key=lambda item: item[0])]
+
+
+def _explain(
+    notes: dict[str, str], calls: Sequence[ToolCall], folded: Collapsed,
+    paired: dict[str, ToolCall], assigned: dict[str, _Group], unanswered: list[ToolCall],
+    group_of: dict[str, _Group],
+) -> None:
+    for call in calls:
+        notes[call.span_id] = "duplicate request (same call id or repeated by a nested LLM span)"
+    for inner, outer in folded.merged_into.items():
+        notes[inner] = f"duplicate of span {outer}: folded into it"
+    for span, group in assigned.items():
+        request = paired.get(span)
+        if request is None:
+            notes[span] = f"step {group.step} (from overlapping sibling tool spans)"
+        else:
+            notes[span] = f"step {group.step}, answers request {request.span_id}"
+            notes[request.span_id] = f"answered by span {span}"
+    for r in unanswered:
+        notes[r.span_id] = f"step {group_of[r.span_id].step}: requested, never executed"
 
 
 def _from_request(execution: ToolCall, request: ToolCall, step: int) -> ToolCall:

@@ -14,8 +14,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.extract import extract, reconcile
+from collector.extract_report import read_request
 from collector.model import Batch, ToolCall
-from collector.receivers.codec import JSON, decode_request
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
@@ -75,7 +75,7 @@ def test_trajectory_equals_ground_truth(name: str) -> None:
 @pytest.mark.parametrize("name", FIXTURES)
 def test_otlp_json_twin_extracts_the_same(name: str) -> None:
     request, _ = load(name)
-    twin = decode_request((CAPTURES / name / "spans.otlp.json").read_bytes(), JSON)
+    twin = read_request(CAPTURES / name / "spans.otlp.json")
     assert extract(twin) == extract(request)
 
 

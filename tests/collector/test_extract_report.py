@@ -1,0 +1,108 @@
+"""`tooltrail extract`: span by span on a file, or a stored conversation, as text or JSON."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collector.extract import extract
+from collector.extract_report import main
+from collector.store.db import make_engine, migrate
+from collector.store.persist import write_batches
+from tests.collector.test_extract_fixtures import CAPTURES, expected_turns, load
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main([*argv, "--json"]) == 0
+    report: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return report
+
+
+def trajectory(report: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    (conversation,) = report["conversations"]
+    return [
+        [{"name": c["name"], "arguments": c["arguments"], "error": c["error"] is not None,
+          "step": c["step"], "call_id": c["call_id"]} for c in turn["calls"]]
+        for turn in conversation["turns"]
+    ]
+
+
+@pytest.mark.parametrize("suffix", ["pb", "json"])
+def test_file_report_explains_every_span(capsys: pytest.CaptureFixture[str], suffix: str) -> None:
+    path = CAPTURES / "adk" / f"spans.otlp.{suffix}"
+    report = run_json(capsys, str(path))
+    _, expected = load("adk")
+    assert report["span_count"] == len(report["spans"]) == 18
+    assert trajectory(report) == expected_turns(expected)
+    by_name = {s["name"]: s for s in report["spans"]}
+    merged = by_name["execute_tool (merged)"]
+    assert merged["contributed"] == [] and merged["why_not"].startswith("skipped: ADK summary")
+    root = report["spans"][0]
+    assert root["depth"] == 0 and "turn root" in root["contributed"]
+    assert any("conversation key 'conv-adk-0001'" in x for x in root["contributed"])
+    tools = [s for s in report["spans"] if s["kind"] == "tool (genai)" and s["contributed"]]
+    assert all(any(x.startswith("step ") for x in s["contributed"]) for s in tools)
+    llm = [s for s in report["spans"] if s["kind"] == "llm"]
+    assert any("answered by span" in x for s in llm for x in s["contributed"])
+    assert any(s["why_not"] == "model response without tool calls" for s in llm)
+
+
+def test_text_and_summary(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    gz = tmp_path / "spans.pb.gz"
+    gz.write_bytes(gzip.compress((CAPTURES / "pydantic_ai_mcp" / "spans.otlp.pb").read_bytes()))
+    assert main([str(gz)]) == 0
+    text = capsys.readouterr().out
+    assert "nested duplicate of span" in text and "conversation 'conv-pydantic-ai-mcp-0001'" in text
+    assert "    (no tool call)" in text and "step 1  get_time({\"city\": \"Paris\"})" in text
+    assert main([str(gz), "--summary"]) == 0
+    summary = capsys.readouterr().out.splitlines()
+    table = [line for line in summary if line[:8] in {"21bade02", "83faac57", "9b70e769",
+                                                     "471968ce"}]
+    assert len(table) == 35  # one line per span
+
+
+def test_stored_conversation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    migrate(url)
+    engine = make_engine(url)
+    request, expected = load("strands_latest")
+    with engine.begin() as conn:
+        write_batches(conn, [extract(request)], time.time())
+    engine.dispose()
+    report = run_json(capsys, "--database-url", url, "--conversation", "conv-strands-0001")
+    assert trajectory(report) == expected_turns(expected)
+    rows = report["spans"]
+    assert len(rows) == 10  # 5 executions + 5 requests, one stored row each
+    requests = [r for r in rows if r["kind"].startswith("llm request")]
+    assert all(r["contributed"][1].startswith("answered by span") for r in requests)
+    assert main(["--database-url", url, "--conversation", "conv-strands-0001"]) == 0
+    assert "step 0  convert_currency" in capsys.readouterr().out
+
+
+def test_bad_usage_and_bad_files(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main([]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert main([str(bad)]) == 2
+    assert main([str(tmp_path / "missing.pb")]) == 2
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    migrate(url)
+    assert main(["--database-url", url, "--conversation", "nope"]) == 2
+    assert "no conversation 'nope'" in capsys.readouterr().err
+
+
+def test_runs_as_a_command() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "collector.cli", "extract",
+         str(CAPTURES / "vercel_ai" / "spans.otlp.json"), "--summary"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "conversation 'conv-vercel-ai-0001': 3 turn(s)" in done.stdout
