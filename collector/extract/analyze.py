@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.extract.conventions import convention_of, skipped
+from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
 from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
-from collector.extract.reconcile import collapse
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
 from collector.extract.traces import TraceAccumulator, conversation_source, is_agent_span
 from collector.model import Batch, RejectedSpan, ToolCall

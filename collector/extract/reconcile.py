@@ -5,12 +5,8 @@ Extraction stores what each span says: executions (tool spans) and requests (the
 in different OTLP requests, so they are paired here, at read time, by the worker
 (`scoring.trajectory`) and the REST view (`queries.conversation_turns`) alike:
 
-1. nested duplicates collapse (a tool span under a tool span of the same name: MCP client and
-   server spans, Agent Framework's `execute_tool X` > `tools/call X`; when the chain between
-   them was not stored, a span that carries nothing but its name inside the time range of a
-   same-name call is taken as nested in it); the same call id is one
-   call; two instrumentations of one call (same name and arguments, overlapping, not siblings)
-   are one call. The outer span is kept and missing fields are filled from the inner one;
+1. duplicate executions collapse (`dedup`: nested MCP / framework spans, same call id, two
+   instrumentations of one call);
 2. requests are deduplicated (same call id; an LLM span nested in another repeating its calls);
 3. each execution is paired with a request by call id, else by name + canonical arguments +
    order, else by name when the execution's arguments tell nothing or were collapsed
@@ -24,127 +20,15 @@ in different OTLP requests, so they are paired here, at read time, by the worker
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collector.extract.dedup import Collapsed, collapse, overlaps
 from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
 
-MAX_DEPTH = 64
 LAST = 1 << 30  # order of an execution that no request announced, within its step
-
-ParentOf = Callable[[str], str | None]
-
-
-def overlaps(a: ToolCall, b: ToolCall) -> bool:
-    """True when the two time ranges intersect."""
-    return a.start_ns < b.end_ns and b.start_ns < a.end_ns
-
-
-def merge(primary: ToolCall, other: ToolCall) -> ToolCall:
-    """`primary` with the fields it lacks taken from `other` (a duplicate of the same call)."""
-    arguments, raw = primary.arguments, primary.arguments_raw
-    if unknown_arguments(arguments) and not unknown_arguments(other.arguments):
-        arguments, raw = other.arguments, other.arguments_raw
-    error = primary.error or other.error
-    return dataclasses.replace(
-        primary,
-        call_id=primary.call_id or other.call_id,
-        arguments=arguments,
-        arguments_raw=raw,
-        result=primary.result if primary.result is not None else other.result,
-        error=error,
-        status="error" if error else primary.status,
-    )
-
-
-@dataclass(slots=True)
-class Collapsed:
-    """Executions once each, and which span was folded into which."""
-
-    calls: list[ToolCall]
-    merged_into: dict[str, str] = field(default_factory=dict)
-
-
-def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Collapsed:
-    """Fold duplicate executions of one turn into one (rule 1 above).
-
-    `parent_of(span_id)` walks ancestry; by default only through the calls themselves.
-    """
-    ordered = sorted(calls, key=lambda c: (c.start_ns, -c.end_ns, c.span_id))
-    own_parent = {c.span_id: c.parent_span_id for c in ordered}
-    walk: ParentOf = parent_of or own_parent.get
-    kept: dict[str, ToolCall] = {}
-    alias: dict[str, str] = {}
-    by_id: dict[str, str] = {}
-    for call in ordered:
-        target = (
-            _nested_in(call, walk, kept, alias)
-            or _same_call(call, kept, by_id)
-            or _contained_in(call, kept)
-        )
-        if target is None:
-            kept[call.span_id] = call
-            if call.call_id:
-                by_id.setdefault(call.call_id, call.span_id)
-            continue
-        alias[call.span_id] = target
-        kept[target] = merge(kept[target], call)
-        if kept[target].call_id:
-            by_id.setdefault(kept[target].call_id or "", target)
-    return Collapsed(list(kept.values()), alias)
-
-
-def _nested_in(
-    call: ToolCall, walk: ParentOf, kept: dict[str, ToolCall], alias: dict[str, str]
-) -> str | None:
-    span: str | None = call.parent_span_id
-    for _ in range(MAX_DEPTH):
-        if span is None:
-            return None
-        primary = alias.get(span, span)
-        found = kept.get(primary)
-        if found is not None and found.name == call.name and _ids_agree(found, call):
-            return primary
-        span = walk(span)
-    return None
-
-
-def _same_call(call: ToolCall, kept: dict[str, ToolCall], by_id: dict[str, str]) -> str | None:
-    if call.call_id and call.call_id in by_id:
-        return by_id[call.call_id]
-    if unknown_arguments(call.arguments):
-        return None
-    key = canonical(call.arguments)
-    for other in kept.values():
-        if (
-            other.name == call.name
-            and other.parent_span_id != call.parent_span_id
-            and _ids_agree(other, call)
-            and overlaps(other, call)
-            and not unknown_arguments(other.arguments)
-            and canonical(other.arguments) == key
-        ):
-            return other.span_id
-    return None
-
-
-def _contained_in(call: ToolCall, kept: dict[str, ToolCall]) -> str | None:
-    """A span that says nothing but its name (an MCP transport span whose ancestors arrived in
-    another request), inside the time range of a same-name call: the tightest such call."""
-    if call.call_id or call.result is not None or not unknown_arguments(call.arguments):
-        return None
-    inside = [
-        other for other in kept.values()
-        if other.name == call.name and other.parent_span_id != call.parent_span_id
-        and other.start_ns <= call.start_ns and call.end_ns <= other.end_ns
-    ]
-    return max(inside, key=lambda o: (o.start_ns, -o.end_ns)).span_id if inside else None
-
-
-def _ids_agree(a: ToolCall, b: ToolCall) -> bool:
-    return a.call_id is None or b.call_id is None or a.call_id == b.call_id
 
 
 @dataclass(slots=True)
@@ -163,23 +47,23 @@ def request_index(call: ToolCall) -> tuple[str, int]:
 
 
 def _request_groups(requests: Iterable[ToolCall]) -> list[_Group]:
+    """Requests grouped by LLM span, in time order, without duplicates (same call id; an LLM
+    span nested in another that repeats its calls, like ADK's `call_llm` > `generate_content`)."""
     groups: dict[str, _Group] = {}
     for r in sorted(requests, key=lambda r: (r.start_ns, request_index(r))):
-        span, _ = request_index(r)
-        groups.setdefault(span, _Group(r.start_ns)).requests.append(r)
-    kept: list[_Group] = []
+        groups.setdefault(request_index(r)[0], _Group(r.start_ns)).requests.append(r)
+    kept: list[tuple[_Group, set[str]]] = []
     seen_ids: set[str] = set()
     for group in groups.values():
         group.requests = [r for r in group.requests if not (r.call_id and r.call_id in seen_ids)]
         seen_ids.update(r.call_id for r in group.requests if r.call_id)
-        signature = sorted(f"{r.name}:{canonical(r.arguments)}" for r in group.requests)
-        if group.requests and not any(
-            overlaps(g.requests[0], group.requests[0])
-            and set(signature) <= {f"{r.name}:{canonical(r.arguments)}" for r in g.requests}
-            for g in kept
-        ):
-            kept.append(group)
-    return kept
+        if not group.requests:
+            continue
+        signature = {f"{r.name}:{canonical(r.arguments)}" for r in group.requests}
+        first = group.requests[0]
+        if not any(overlaps(g.requests[0], first) and signature <= s for g, s in kept):
+            kept.append((group, signature))
+    return [g for g, _ in kept]
 
 
 def _collapsed_value(execution: Any, requested: Any) -> bool:
@@ -190,33 +74,45 @@ def _collapsed_value(execution: Any, requested: Any) -> bool:
     return bool(canonical(value) == canonical(execution) or str(value) == str(execution))
 
 
-def _matches(rule: int, e: ToolCall, r: ToolCall) -> bool:
-    """Pairing rule 0: same call id; 1: same canonical arguments; 2: arguments tell nothing."""
-    if r.name != e.name or r.start_ns > e.end_ns:
-        return False
-    if rule == 0:
-        return e.call_id is not None and r.call_id == e.call_id
-    if e.call_id is not None and r.call_id is not None:
-        return False
-    if rule == 1:
-        return not unknown_arguments(e.arguments) and canonical(e.arguments) == canonical(
-            r.arguments
-        )
-    return unknown_arguments(e.arguments) or _collapsed_value(e.arguments, r.arguments)
-
-
 def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, ToolCall]:
-    """Execution span id → its request (requests in step order, executions in start order)."""
+    """Execution span id → its request: by call id, else by name + canonical arguments, else
+    by name when the execution's arguments tell nothing; requests in step order, executions in
+    start order, a request never after its execution ended."""
+    by_id: dict[str, list[ToolCall]] = {}
+    by_key: dict[tuple[str, str], list[ToolCall]] = {}
+    by_name: dict[str, list[ToolCall]] = {}
+    for r in requests:
+        if r.call_id:
+            by_id.setdefault(r.call_id, []).append(r)
+        by_key.setdefault((r.name, canonical(r.arguments)), []).append(r)
+        by_name.setdefault(r.name, []).append(r)
     paired: dict[str, ToolCall] = {}
-    free = list(requests)
-    for rule in (0, 1, 2):
-        for e in executions:
-            if e.span_id in paired:
+    taken: set[str] = set()
+
+    def take(e: ToolCall, candidates: list[ToolCall], loose: bool) -> None:
+        for r in candidates:
+            if r.span_id in taken or r.name != e.name or r.start_ns > e.end_ns:
                 continue
-            found = next((r for r in free if _matches(rule, e, r)), None)
-            if found is not None:
-                paired[e.span_id] = found
-                free.remove(found)
+            if loose and not (
+                (e.call_id is None or r.call_id is None)
+                and (unknown_arguments(e.arguments) or _collapsed_value(e.arguments, r.arguments))
+            ):
+                continue
+            if not loose and e.call_id and r.call_id and e.call_id != r.call_id:
+                continue
+            paired[e.span_id] = r
+            taken.add(r.span_id)
+            return
+
+    for e in executions:
+        if e.call_id:
+            take(e, by_id.get(e.call_id, []), loose=False)
+    for e in executions:
+        if e.span_id not in paired and not unknown_arguments(e.arguments):
+            take(e, by_key.get((e.name, canonical(e.arguments)), []), loose=False)
+    for e in executions:
+        if e.span_id not in paired:
+            take(e, by_name.get(e.name, []), loose=True)
     return paired
 
 
@@ -289,16 +185,18 @@ def _from_request(execution: ToolCall, request: ToolCall, step: int) -> ToolCall
 
 def _infer_groups(executions: list[ToolCall], assigned: dict[str, _Group]) -> None:
     """Give every unpaired execution a group: an overlapping sibling's, or a new shared one."""
+    siblings: dict[str | None, list[ToolCall]] = {}
+    for e in executions:
+        siblings.setdefault(e.parent_span_id, []).append(e)
     for e in executions:
         if e.span_id in assigned:
             continue
-        sibling = next(
-            (assigned[o.span_id] for o in executions
-             if o.span_id in assigned and o.span_id != e.span_id
-             and o.parent_span_id == e.parent_span_id and overlaps(o, e)),
+        group = next(
+            (assigned[o.span_id] for o in siblings[e.parent_span_id]
+             if o.span_id in assigned and o.span_id != e.span_id and overlaps(o, e)),
             None,
         )
-        assigned[e.span_id] = sibling or _Group(e.start_ns)
+        assigned[e.span_id] = group or _Group(e.start_ns)
 
 
 def reconcile_rows(rows: Iterable[Mapping[Any, Any]]) -> dict[Any, list[dict[str, Any]]]:

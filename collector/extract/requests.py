@@ -89,10 +89,12 @@ def from_output_messages(span: SpanView) -> list[Requested]:
     return [r for r in out if r.name]
 
 
-def _flattened(span: SpanView, pattern: re.Pattern[str], names: dict[str, str]) -> list[Requested]:
+def _flattened(
+    span: SpanView, prefixes: tuple[str, ...], pattern: re.Pattern[str], names: dict[str, str]
+) -> list[Requested]:
     found: dict[tuple[int, int], dict[str, Any]] = {}
     for key, value in span.attributes.items():
-        match = pattern.match(key)
+        match = pattern.match(key) if key.startswith(prefixes) and ".tool_calls." in key else None
         if match:
             slot = found.setdefault((int(match.group(1)), int(match.group(2))), {})
             slot[names.get(match.group(3), match.group(3))] = value
@@ -103,11 +105,11 @@ def _flattened(span: SpanView, pattern: re.Pattern[str], names: dict[str, str]) 
 
 def from_openinference(span: SpanView) -> list[Requested]:
     names = {"function.name": "name", "function.arguments": "arguments"}
-    return _flattened(span, OPENINFERENCE, names)
+    return _flattened(span, ("llm.output_messages.",), OPENINFERENCE, names)
 
 
 def from_completions(span: SpanView) -> list[Requested]:
-    return _flattened(span, COMPLETION, {})
+    return _flattened(span, ("gen_ai.completion", "llm.completion"), COMPLETION, {})
 
 
 def from_vercel(span: SpanView) -> list[Requested]:

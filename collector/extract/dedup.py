@@ -1,0 +1,161 @@
+"""Executions of one call seen more than once become one (CONVENTIONS.md, "Each call once").
+
+- nested: a tool span under a tool span of the same name (MCP client and server spans,
+  Agent Framework's `execute_tool X` > `tools/call X`) — by ancestry, or, when the chain between
+  them was not stored, a span that carries nothing but its name inside the time range of a
+  same-name call;
+- the same call id is one call;
+- two instrumentations of one call: same name and canonical arguments, overlapping in time,
+  not siblings (two siblings are two parallel calls).
+
+The outer (earlier) span is kept; fields it lacks are filled from the duplicate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from collector.extract.values import canonical, unknown_arguments
+from collector.model import ToolCall
+
+MAX_DEPTH = 64
+
+ParentOf = Callable[[str], str | None]
+
+
+def overlaps(a: ToolCall, b: ToolCall) -> bool:
+    """True when the two time ranges intersect."""
+    return a.start_ns < b.end_ns and b.start_ns < a.end_ns
+
+
+def ids_agree(a: ToolCall, b: ToolCall) -> bool:
+    """False only when both calls carry an id and the ids differ."""
+    return a.call_id is None or b.call_id is None or a.call_id == b.call_id
+
+
+def merge(primary: ToolCall, other: ToolCall) -> ToolCall:
+    """`primary` with the fields it lacks taken from `other` (a duplicate of the same call)."""
+    arguments, raw = primary.arguments, primary.arguments_raw
+    if unknown_arguments(arguments) and not unknown_arguments(other.arguments):
+        arguments, raw = other.arguments, other.arguments_raw
+    error = primary.error or other.error
+    return dataclasses.replace(
+        primary,
+        call_id=primary.call_id or other.call_id,
+        arguments=arguments,
+        arguments_raw=raw,
+        result=primary.result if primary.result is not None else other.result,
+        error=error,
+        status="error" if error else primary.status,
+    )
+
+
+@dataclass(slots=True)
+class Collapsed:
+    """Executions once each, and which span was folded into which."""
+
+    calls: list[ToolCall]
+    merged_into: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Kept:
+    """The calls kept so far, indexed the ways duplicates are looked up."""
+
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    alias: dict[str, str] = field(default_factory=dict)
+    by_id: dict[str, str] = field(default_factory=dict)
+    by_name: dict[str, list[str]] = field(default_factory=dict)
+    canon: dict[str, str | None] = field(default_factory=dict)
+
+    def add(self, call: ToolCall) -> None:
+        self.calls[call.span_id] = call
+        self.by_name.setdefault(call.name, []).append(call.span_id)
+        if call.call_id:
+            self.by_id.setdefault(call.call_id, call.span_id)
+
+    def fold(self, call: ToolCall, target: str) -> None:
+        self.alias[call.span_id] = target
+        merged = self.calls[target] = merge(self.calls[target], call)
+        self.canon.pop(target, None)
+        if merged.call_id:
+            self.by_id.setdefault(merged.call_id, target)
+
+    def named(self, name: str) -> list[ToolCall]:
+        return [self.calls[s] for s in self.by_name.get(name, ())]
+
+    def canonical_arguments(self, span_id: str) -> str | None:
+        """Computed when first needed: most calls never meet a same-name candidate."""
+        if span_id not in self.canon:
+            self.canon[span_id] = _canon(self.calls[span_id])
+        return self.canon[span_id]
+
+
+def _canon(call: ToolCall) -> str | None:
+    return None if unknown_arguments(call.arguments) else canonical(call.arguments)
+
+
+def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Collapsed:
+    """Fold duplicate executions of one turn into one.
+
+    `parent_of(span_id)` walks ancestry; by default only through the calls themselves.
+    """
+    ordered = sorted(calls, key=lambda c: (c.start_ns, -c.end_ns, c.span_id))
+    own_parent = {c.span_id: c.parent_span_id for c in ordered}
+    walk: ParentOf = parent_of or own_parent.get
+    kept = _Kept()
+    for call in ordered:
+        target = (
+            _nested_in(call, walk, kept)
+            or _same_call(call, kept)
+            or _contained_in(call, kept)
+        )
+        if target is None:
+            kept.add(call)
+        else:
+            kept.fold(call, target)
+    return Collapsed(list(kept.calls.values()), kept.alias)
+
+
+def _nested_in(call: ToolCall, walk: ParentOf, kept: _Kept) -> str | None:
+    span: str | None = call.parent_span_id
+    for _ in range(MAX_DEPTH):
+        if span is None:
+            return None
+        primary = kept.alias.get(span, span)
+        found = kept.calls.get(primary)
+        if found is not None and found.name == call.name and ids_agree(found, call):
+            return primary
+        span = walk(span)
+    return None
+
+
+def _same_call(call: ToolCall, kept: _Kept) -> str | None:
+    if call.call_id and call.call_id in kept.by_id:
+        return kept.by_id[call.call_id]
+    candidates = [
+        other for other in kept.named(call.name)
+        if other.parent_span_id != call.parent_span_id and ids_agree(other, call)
+        and overlaps(other, call)
+    ]
+    key = _canon(call) if candidates else None
+    if key is None:
+        return None
+    return next(
+        (o.span_id for o in candidates if kept.canonical_arguments(o.span_id) == key), None
+    )
+
+
+def _contained_in(call: ToolCall, kept: _Kept) -> str | None:
+    """A span that says nothing but its name (an MCP transport span whose ancestors arrived in
+    another request), inside the time range of a same-name call: the tightest such call."""
+    if call.call_id or call.result is not None or not unknown_arguments(call.arguments):
+        return None
+    inside = [
+        other for other in kept.named(call.name)
+        if other.parent_span_id != call.parent_span_id
+        and other.start_ns <= call.start_ns and call.end_ns <= other.end_ns
+    ]
+    return max(inside, key=lambda o: (o.start_ns, -o.end_ns)).span_id if inside else None
