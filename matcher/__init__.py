@@ -6,6 +6,7 @@ A pure library (no I/O). Parse an expectation with `parse_expectation` (or
 The semantics are those of MATCHING.md.
 """
 
+from .capture import expectation_from_calls, expectation_from_trajectory
 from .expected import ExpectedCall, TurnSpec
 from .scoring import score
 from .selector import Selector
@@ -33,6 +34,8 @@ __all__ = [
     "Selector",
     "Trajectory",
     "TurnSpec",
+    "expectation_from_calls",
+    "expectation_from_trajectory",
     "micro_summary",
     "parse_expectation",
     "parse_expectation_text",
