@@ -26,8 +26,14 @@ from collector.model import ToolCall
 
 Adapter = Callable[[Any], Any]
 
-NAME_KEYS = ("gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name")
-CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "ai.toolCall.id")
+# Beyond CONVENTIONS.md's table: OpenInference's own `tool_call.*` keys, which some of its
+# instrumentations put on TOOL spans (after the documented keys, except that the precise
+# `tool_call.function.arguments` comes before the sometimes collapsed `input.value`).
+NAME_KEYS = (
+    "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name",
+    "tool_call.function.name",
+)
+CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "ai.toolCall.id", "tool_call.id")
 SPAN_NAME_PATTERNS = (
     re.compile(r"^execute_tool\s+(.+)$"),
     re.compile(r"^(.+)\.(?:tool|run)$"),
@@ -76,6 +82,7 @@ ARGUMENT_KEYS: tuple[tuple[str, Adapter], ...] = (
     ("tool_arguments", _present),
     ("ai.toolCall.args", _present),
     ("gcp.vertex.agent.tool_call_args", _present),
+    ("tool_call.function.arguments", _present),
     ("input.value", _present),
     ("tool.parameters", _not_schema),
     ("traceloop.entity.input", _traceloop_input),

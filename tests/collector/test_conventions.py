@@ -408,3 +408,11 @@ def test_requests_repeated_by_a_nested_llm_span_count_once() -> None:
     inner.parent = 3
     got = calls(extract(request(root(), outer, inner)))
     assert [(c.name, c.executed) for c in got] == [("w", False)]
+
+
+def test_openinference_tool_call_keys_on_a_tool_span() -> None:
+    c = one(extract(request(root(), S("tool.search", {
+        "openinference.span.kind": "TOOL", "tool_call.function.name": "search",
+        "tool_call.id": "c7", "tool_call.function.arguments": '{"q": "x", "n": 2}',
+        "input.value": "x"}, id=2, parent=1))))
+    assert (c.name, c.call_id, c.arguments) == ("search", "c7", {"q": "x", "n": 2})
