@@ -11,44 +11,45 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
 
 
 def max_matching(
-    adj: Sequence[Sequence[int]],
-    n_right: int,
-    order: Sequence[int] | None = None,
-    match_right: list[int] | None = None,
+    adj: Sequence[Sequence[int]], n_right: int, order: Sequence[int] | None = None
 ) -> list[int]:
     """A maximum matching of left vertices to right vertices.
 
-    `adj[i]` lists the right vertices left vertex `i` may pair with. Left vertices
-    are added in `order` (default: index order); a vertex once matched stays
-    matched, so adding them by decreasing weight yields a maximum-weight matching
-    for weights on the left side (the matchable sets form a matroid). Returns
-    `match_left` (-1 where unmatched); `match_right` is filled in if given.
+    `adj[i]` lists the right vertices left vertex `i` may pair with (left vertices
+    with identical neighbourhoods may share one list object). Left vertices are
+    added in `order` (default: index order); a vertex once matched stays matched,
+    so adding them by decreasing weight yields a maximum-weight matching for
+    weights on the left side (the matchable sets form a matroid). Returns
+    `match_left` (-1 where unmatched).
     """
     n_left = len(adj)
     match_l = [-1] * n_left
-    match_r = match_right if match_right is not None else [-1] * n_right
-    if match_right is not None:
-        for r, lft in enumerate(match_r):
-            if lft >= 0:
-                match_l[lft] = r
+    match_r = [-1] * n_right
     seq = range(n_left) if order is None else order
-    # Greedy start: pair with a free neighbour directly.
+    # Greedy start: pair with a free neighbour directly. Right vertices matched here
+    # stay matched, so a shared list is scanned once from where it was left.
     pending = []
+    resume: dict[int, int] = {}
     for i in seq:
-        if match_l[i] >= 0:
-            continue
-        for r in adj[i]:
-            if match_r[r] < 0:
-                match_r[r] = i
-                match_l[i] = r
-                break
-        else:
-            if adj[i]:
-                pending.append(i)
+        row = adj[i]
+        key = id(row)
+        p = resume.get(key, 0)
+        size = len(row)
+        while p < size and match_r[row[p]] >= 0:
+            p += 1
+        if p < size:
+            r = row[p]
+            match_r[r] = i
+            match_l[i] = r
+            p += 1
+        elif size:
+            pending.append(i)
+        resume[key] = p
     if not pending:
         return match_l
     stamp = [0] * n_right
@@ -110,7 +111,9 @@ def has_perfect_matching(adj: Sequence[Sequence[int]], n_right: int) -> bool:
     return all(r >= 0 for r in max_matching(adj, n_right))
 
 
-def optimal_assignment(scores: Sequence[Sequence[float]]) -> list[tuple[int, int]]:
+def optimal_assignment(
+    scores: Sequence[Sequence[float]] | NDArray[np.float64],
+) -> list[tuple[int, int]]:
     """Pairs (row, col) maximising the total score (rows or cols may stay unpaired).
 
     Deterministic for a given input.
@@ -121,10 +124,10 @@ def optimal_assignment(scores: Sequence[Sequence[float]]) -> list[tuple[int, int
         return []
     if n == 1:
         row = scores[0]
-        best = max(range(m), key=lambda j: (row[j], -j))
+        best = max(range(m), key=lambda j: (float(row[j]), -j))
         return [(0, best)]
     if m == 1:
-        best = max(range(n), key=lambda i: (scores[i][0], -i))
+        best = max(range(n), key=lambda i: (float(scores[i][0]), -i))
         return [(best, 0)]
     rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)
     return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True)]

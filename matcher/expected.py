@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,7 +99,7 @@ def error_text(call: Call) -> str:
 class Plan:
     """What scoring needs from a list of expected calls, computed once at parse time."""
 
-    __slots__ = ("calls", "listed", "order", "per_name", "total_weight", "weights")
+    __slots__ = ("calls", "dup_of", "listed", "order", "per_name", "total_weight", "weights")
 
     def __init__(self, calls: tuple[ExpectedCall, ...]) -> None:
         self.calls = calls
@@ -114,6 +115,15 @@ class Plan:
             self.per_name[e.name] = (count + 1, weight + e.weight)
             if e.listed is not None:
                 listed.setdefault(e.name, []).append(e)
+        # dup_of[j]: the first expected call that accepts exactly the calls j accepts.
+        first: dict[str, int] = {}
+        dup_of = []
+        for j, e in enumerate(calls):
+            body = e.to_dict()
+            body.pop("weight", None)
+            key = json.dumps([e.mode, body], sort_keys=True, default=str)
+            dup_of.append(first.setdefault(key, j))
+        self.dup_of = tuple(dup_of)
         # argument_score: per tool name, the calls listing keys and their weight.
         self.listed = tuple(
             (name, tuple(rows), float(sum(e.weight for e in rows))) for name, rows in listed.items()

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import explain
-from .assign import lcs_chain, max_matching, optimal_assignment
+from .agreement import best_agreement, best_total
+from .assign import lcs_chain, max_matching
 from .expected import ORDERED_MODES, ExpectedCall, Plan
 from .explain import Frame
 from .types import Call, Difference, name_index
@@ -56,13 +57,19 @@ def _candidates(
 
 
 def compatibility(
-    calls: Sequence[Call], expected: Sequence[ExpectedCall], by_name: dict[str, list[int]]
+    calls: Sequence[Call], plan: Plan, by_name: dict[str, list[int]]
 ) -> list[list[int]]:
-    """adj[j]: the actual calls (ascending) compatible with expected call j."""
+    """adj[j]: the actual calls (ascending) compatible with expected call j.
+
+    Identical expected calls share one list (computed once)."""
     index: dict[tuple[str, str], dict[Any, list[int]]] = {}
     args = [c.arguments for c in calls]
     adj: list[list[int]] = []
-    for e in expected:
+    dup_of = plan.dup_of
+    for j, e in enumerate(plan.calls):
+        if dup_of[j] != j:
+            adj.append(adj[dup_of[j]])
+            continue
         same = by_name.get(e.name)
         if not same:
             adj.append([])
@@ -89,7 +96,7 @@ def evaluate(
     n, m = len(calls), len(expected)
     if by_name is None:
         by_name = name_index(calls)
-    adj = compatibility(calls, expected, by_name)
+    adj = compatibility(calls, plan, by_name)
     match_l = max_matching(adj, n, plan.order)
     unit = Unit(n_expected=m, total_weight=plan.total_weight)
     weights = plan.weights
@@ -143,10 +150,10 @@ def _argument_score(
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
             continue
         cols = by_name.get(name)
-        if not cols:
-            continue
-        matrix = [[e.weight * _share(e, calls[a]) for a in cols] for e in rows]
-        unit.arg_num += sum(matrix[i][j] for i, j in optimal_assignment(matrix))
+        if cols:
+            position = {a: k for k, a in enumerate(cols)}
+            paired = [position.get(match_l[e.index], -1) for e in rows]
+            unit.arg_num += best_total(rows, [calls[a].arguments for a in cols], paired)
 
 
 def _tools(unit: Unit, plan: Plan, by_name: dict[str, list[int]], match_l: Sequence[int]) -> None:
@@ -200,8 +207,9 @@ class _Ctx:
             free = [a for a in same if a not in used and a not in self.referenced]
             paired: dict[int, int] = {}
             if free:
-                matrix = [[_share(self.expected[j], self.calls[a]) for a in free] for j in rows]
-                for i, k in optimal_assignment(matrix):
+                row_calls = [self.expected[j] for j in rows]
+                free_args = [self.calls[a].arguments for a in free]
+                for i, k in best_agreement(row_calls, free_args, weighted=False)[1]:
                     paired[rows[i]] = free[k]
             n_expected = sum(1 for e in self.expected if e.name == name)  # failures only
             for j in rows:

@@ -90,6 +90,8 @@ class Mismatch(NamedTuple):
     spec: Any  # the JSON form of the failing spec
 
 
+LITERAL_TEST, ABSENT_TEST, SPEC_TEST = "literal", "absent", "spec"
+
 ABSENT = "\0absent"
 """`Mismatch.expected` for a key that is present but must not be."""
 
@@ -176,11 +178,12 @@ class AbsentSpec(Spec):
 class ObjectSpec(Spec):
     """An object: listed keys must match; `exact` also requires no other keys."""
 
-    __slots__ = ("_items", "_present", "entries", "exact")
+    __slots__ = ("_items", "_present", "_tests", "entries", "exact")
 
     def __init__(self, entries: dict[str, Spec], exact: bool) -> None:
         self.entries = entries
         self.exact = exact
+        self._tests: tuple[tuple[str, str, Any], ...] | None = None
         items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
         self._items = items
         self._present = sum(1 for _, _, absent in items if not absent)
@@ -218,6 +221,23 @@ class ObjectSpec(Spec):
                 x = v.get(key, MISSING)
                 hits += x is not MISSING and match(x)
         return hits / len(self._items)
+
+    def key_tests(self) -> tuple[tuple[str, str, Any], ...]:
+        """Per listed key: (key, LITERAL_TEST, canonical value) for a scalar literal,
+        (key, ABSENT_TEST, ("", None)), or (key, SPEC_TEST, (fingerprint, matches))."""
+        if self._tests is None:
+            tests: list[tuple[str, str, Any]] = []
+            for key, spec in self.entries.items():
+                canon = canon_scalar(spec.value) if isinstance(spec, Literal) else None
+                if canon is not None:
+                    tests.append((key, LITERAL_TEST, canon))
+                elif isinstance(spec, AbsentSpec):
+                    tests.append((key, ABSENT_TEST, ("", None)))
+                else:
+                    text = json.dumps(spec.to_json(), sort_keys=True, default=str)
+                    tests.append((key, SPEC_TEST, (text, spec.matches)))
+            self._tests = tuple(tests)
+        return self._tests
 
     def index_key(self) -> tuple[str, tuple[str, Any]] | None:
         """A key whose spec is a scalar literal: candidates can be looked up by value."""
