@@ -9,8 +9,9 @@ in different OTLP requests, so they are paired here, at read time, by the worker
    instrumentations of one call);
 2. requests are deduplicated (same call id; an LLM span nested in another repeating its calls);
 3. each execution is paired with a request by call id, else by name + canonical arguments +
-   order, else by name when the execution's arguments tell nothing or were collapsed
-   (OpenInference-LangChain's `"Paris"` for `{"city": "Paris"}`). The execution wins for result,
+   order, else by name when either side's arguments tell nothing (content capture off, keys
+   dropped by an attribute limit) or the execution's were collapsed (OpenInference-LangChain's
+   `"Paris"` for `{"city": "Paris"}`). The execution wins for result,
    error and timing; the request supplies a missing call id and uncaptured arguments;
 4. steps: the requests of one LLM span are one step; an unpaired execution joins an overlapping
    sibling's step, or overlapping unpaired siblings form one; steps are numbered in time order;
@@ -95,7 +96,8 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
                 continue
             if loose and not (
                 (e.call_id is None or r.call_id is None)
-                and (unknown_arguments(e.arguments) or _collapsed_value(e.arguments, r.arguments))
+                and (unknown_arguments(e.arguments) or unknown_arguments(r.arguments)
+                     or _collapsed_value(e.arguments, r.arguments))
             ):
                 continue
             if not loose and e.call_id and r.call_id and e.call_id != r.call_id:

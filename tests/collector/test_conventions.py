@@ -416,3 +416,11 @@ def test_openinference_tool_call_keys_on_a_tool_span() -> None:
         "tool_call.id": "c7", "tool_call.function.arguments": '{"q": "x", "n": 2}',
         "input.value": "x"}, id=2, parent=1))))
     assert (c.name, c.call_id, c.arguments) == ("search", "c7", {"q": "x", "n": 2})
+
+
+def test_request_without_captured_arguments_still_pairs_by_name() -> None:
+    batch = extract(request(
+        root(), chat(3, [{"type": "tool_call", "name": "w"}]),  # arguments dropped
+        tool("w", 2, **{"gen_ai.tool.call.arguments": '{"city": "A"}'}),
+    ))
+    assert [(c.arguments, c.executed, c.step) for c in calls(batch)] == [({"city": "A"}, True, 0)]
