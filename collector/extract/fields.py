@@ -39,6 +39,7 @@ SPAN_NAME_PATTERNS = (
     re.compile(r"^(.+)\.(?:tool|run)$"),
     re.compile(r"tools/call\s+(\S+)\s*$"),
 )
+PEEK = 200  # LangGraph's `tools` node input starts with its `tool_call`
 LOGFIRE_MESSAGE = re.compile(r"^running tool:\s*(.+)$")
 
 
@@ -189,9 +190,10 @@ def error_of(span: SpanView, envelope_error: bool) -> str | None:
 
 def parent_tool_call(parent: SpanView | None, name: str) -> dict[str, Any] | None:
     """LangGraph's `tools` node input `{"tool_call": {"name", "args", "id"}}` for this tool."""
-    if parent is None:
-        return None
-    value = decode(parent.attributes.get("input.value"))[0]
+    text = parent.attributes.get("input.value") if parent is not None else None
+    if not isinstance(text, str) or '"tool_call"' not in text[:PEEK]:
+        return None  # not a `tools` node: do not parse a whole graph state
+    value = decode(text)[0]
     call = value.get("tool_call") if isinstance(value, dict) else None
     if isinstance(call, dict) and call.get("name") == name:
         return call

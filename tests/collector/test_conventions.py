@@ -424,3 +424,17 @@ def test_request_without_captured_arguments_still_pairs_by_name() -> None:
         tool("w", 2, **{"gen_ai.tool.call.arguments": '{"city": "A"}'}),
     ))
     assert [(c.arguments, c.executed, c.step) for c in calls(batch)] == [({"city": "A"}, True, 0)]
+
+
+def test_langgraph_tools_node_gives_call_id_and_uncollapsed_arguments() -> None:
+    node_input = {"__type": "tool_call_with_context", "tool_call": {
+        "name": "get_weather", "args": {"city": "Paris"}, "id": "call_w"}, "state": {}}
+    c = one(extract(request(
+        S("graph", {"openinference.span.kind": "CHAIN"}, id=1, end=100),
+        S("tools", {"openinference.span.kind": "CHAIN", "input.value": json.dumps(node_input)},
+          id=2, parent=1, start=10, end=30),
+        S("get_weather", {"openinference.span.kind": "TOOL", "tool.name": "get_weather",
+                          "input.value": "Paris"}, id=3, parent=2, start=12, end=20,
+          error="RuntimeError('boom')"),
+    )))
+    assert (c.call_id, c.arguments, c.status) == ("call_w", {"city": "Paris"}, "error")
