@@ -137,6 +137,18 @@ def optimal_assignment(
 Node = tuple[tuple[tuple[int, int], ...], "Node | None"]
 
 
+def in_order_greedy(compat: Sequence[Sequence[int]], m: int) -> list[tuple[int, int]] | None:
+    """The (expected, actual) pairs of the leftmost embedding of all `m` expected calls
+    as a subsequence of the actual calls in their recorded order, or None."""
+    j = 0
+    pairs = []
+    for a, row in enumerate(compat):
+        if j < m and j in row:
+            pairs.append((j, a))
+            j += 1
+    return pairs if j == m else None
+
+
 def lcs_chain(
     compat: Sequence[Sequence[int]], blocks: Sequence[tuple[int, int]]
 ) -> list[tuple[int, int]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from . import explain
 from .agreement import best_agreement, best_total
-from .assign import lcs_chain, max_matching
+from .assign import in_order_greedy, lcs_chain, max_matching
 from .expected import ORDERED_MODES, ExpectedCall, Plan
 from .explain import Frame
 from .types import Call, Difference, name_index
@@ -40,7 +40,7 @@ def _candidates(
 ) -> Sequence[int]:
     """Actual calls that may be compatible: same name, and the indexed key's value."""
     ik = e.index_key
-    if ik is None or len(same_name) <= _INDEX_MIN:
+    if ik is None:
         return same_name
     key, canon = ik
     buckets = index.get((e.name, key))
@@ -70,15 +70,17 @@ def compatibility(
         if dup_of[j] != j:
             adj.append(adj[dup_of[j]])
             continue
-        same = by_name.get(e.name)
+        same: Sequence[int] | None = by_name.get(e.name)
         if not same:
             adj.append([])
             continue
+        if len(same) > _INDEX_MIN and e.index_key is not None:
+            same = _candidates(e, args, same, index)
         check = e.check
         if e.args_only:
-            adj.append([i for i in _candidates(e, args, same, index) if check(args[i])])
+            adj.append([i for i in same if check(args[i])])
         else:
-            adj.append([i for i in _candidates(e, args, same, index) if check(calls[i])])
+            adj.append([i for i in same if check(calls[i])])
     return adj
 
 
@@ -97,8 +99,21 @@ def evaluate(
     if by_name is None:
         by_name = name_index(calls)
     adj = compatibility(calls, plan, by_name)
-    match_l = max_matching(adj, n, plan.order)
     unit = Unit(n_expected=m, total_weight=plan.total_weight)
+    chain: list[tuple[int, int]] = []
+    if mode in ORDERED_MODES:
+        compat: list[list[int]] = [[] for _ in range(n)]
+        for j, row in enumerate(adj):
+            for a in row:
+                compat[a].append(j)
+        chain = in_order_greedy(compat, m) or lcs_chain(compat, blocks)
+        unit.lcs = len(chain)
+    if len(chain) == m:  # every expected call paired in order: a maximum matching too
+        match_l = [-1] * m
+        for j, a in chain:
+            match_l[j] = a
+    else:
+        match_l = max_matching(adj, n, plan.order)
     weights = plan.weights
     paired_actual = 0
     paired_weight = 0.0
@@ -112,12 +127,6 @@ def evaluate(
     if ctx is None:
         pass
     elif mode in ORDERED_MODES:
-        compat: list[list[int]] = [[] for _ in range(n)]
-        for j, row in enumerate(adj):
-            for a in row:
-                compat[a].append(j)
-        chain = lcs_chain(compat, blocks)
-        unit.lcs = len(chain)
         if len(chain) < m or (mode == "strict" and n != m):
             ctx.ordered_diffs(chain, blocks, strict=mode == "strict")
     elif mode == "subset":

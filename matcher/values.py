@@ -184,23 +184,28 @@ class ObjectSpec(Spec):
         self.entries = entries
         self.exact = exact
         self._tests: tuple[tuple[str, str, Any], ...] | None = None
-        items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
-        self._items = items
-        self._present = sum(1 for _, _, absent in items if not absent)
-        present = self._present
+        self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
+        # Cheap, discriminating literals first; `$absent` keys checked apart.
+        checks = sorted(
+            ((k, s) for k, s in entries.items() if not isinstance(s, AbsentSpec)),
+            key=lambda ks: not isinstance(ks[1], Literal),
+        )
+        present = tuple((k, s.matches) for k, s in checks)
+        absent = tuple(k for k, s in entries.items() if isinstance(s, AbsentSpec))
+        n_present = self._present = len(present)
 
         def matches(v: Any) -> bool:
             if not isinstance(v, dict) and not isinstance(v, Mapping):
                 return False
-            for key, match, absent in items:
-                if absent:
-                    if key in v:
-                        return False
-                else:
-                    x = v.get(key, MISSING)
-                    if x is MISSING or not match(x):
-                        return False
-            return not exact or len(v) == present
+            get = v.get
+            for key, match in present:
+                x = get(key, MISSING)
+                if x is MISSING or not match(x):
+                    return False
+            for key in absent:
+                if key in v:
+                    return False
+            return not exact or len(v) == n_present
 
         self.matches = matches
 
