@@ -8,19 +8,12 @@ The semantics are those of MATCHING.md.
 
 from .capture import expectation_from_calls, expectation_from_trajectory
 from .expected import ExpectedCall, TurnSpec
+from .result import Counts, Difference, Result
 from .scoring import score
 from .selector import Selector
 from .spec import Expectation, parse_expectation, parse_expectation_text
 from .summary import micro_summary
-from .types import (
-    Call,
-    Counts,
-    Difference,
-    InvalidExpectation,
-    InvalidTrajectory,
-    Result,
-    Trajectory,
-)
+from .types import Call, InvalidExpectation, InvalidTrajectory, Trajectory
 
 __all__ = [
     "Call",

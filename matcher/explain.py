@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .expected import ExpectedCall
-from .types import Call, Difference, index_path, key_path
+from .result import Difference
+from .types import Call, index_path, key_path
 from .values import ABSENT, MISSING, Mismatch, show
 
 

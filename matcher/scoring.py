@@ -9,9 +9,10 @@ from . import explain
 from .expected import ORDERED_MODES, TurnSpec
 from .explain import Frame
 from .modes import Unit, evaluate
+from .result import Counts, Difference, Result
 from .selector import glob_match
 from .spec import Expectation
-from .types import Call, Counts, Difference, Result, Trajectory
+from .types import Call, Trajectory
 
 
 def score(expectation: Expectation, trajectory: Trajectory) -> list[Result]:

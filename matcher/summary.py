@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .types import Result
+from .result import Result
 
 
 def _prf(pa: float, ta: float, pw: float, tw: float) -> dict[str, float]:
