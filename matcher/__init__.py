@@ -8,6 +8,7 @@ The semantics are those of MATCHING.md.
 
 from .capture import expectation_from_calls, expectation_from_trajectory
 from .expected import ExpectedCall, TurnSpec
+from .payload import decode_json_text, trajectory_from_json
 from .result import Counts, Difference, Result
 from .scoring import score
 from .selector import Selector
@@ -27,10 +28,12 @@ __all__ = [
     "Selector",
     "Trajectory",
     "TurnSpec",
+    "decode_json_text",
     "expectation_from_calls",
     "expectation_from_trajectory",
     "micro_summary",
     "parse_expectation",
     "parse_expectation_text",
     "score",
+    "trajectory_from_json",
 ]

@@ -19,8 +19,9 @@ def score(expectation: Expectation, trajectory: Trajectory) -> list[Result]:
     """Score a trajectory: one result per scope instance.
 
     - scope `conversation` (and per-turn `turns:` lists): one result;
-    - scope `turn`: one result for that turn; a turn that does not exist fails
-      with a `turn_missing` difference;
+    - scope `turn`: one result for that turn (`{"kind": "turn", "turn": i}`, i the
+      resolved 0-based index); a turn that does not exist fails with a `turn_missing`
+      difference (and keeps the index as written, e.g. -1);
     - scope `each_turn`: one result per actual turn; a conversation with no turn
       at all gets one failing result (`turn_missing`, turn 0): an agent that did
       nothing is never a silent pass.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -109,6 +110,7 @@ def _scores(r: Result) -> list[float]:
 
 def _consistent(r: Result) -> None:
     assert all(0.0 <= s <= 1.0 for s in _scores(r))
+    json.dumps(r.to_dict(), allow_nan=False)
     assert r.passed is (r.differences == ()) is (r.reason == "")
     assert r.score == (1.0 if r.passed else 0.0)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -436,3 +437,11 @@ def test_subset_budget_is_not_a_contradiction() -> None:
         {"match": "within", "max_calls": 1, "calls": [{"name": "a"}, {"name": "b"}]}
     )
     assert exp.max_calls == 1
+
+
+def test_expectations_compare_by_their_normalised_form() -> None:
+    a = parse_expectation({"match": "Any-Order", "calls": [{"name": "x", "weight": 1}]})
+    b = parse_expectation({"match": "unordered", "calls": [{"name": "x"}]})
+    assert a == b and hash(a) == hash(b)
+    assert a != parse_expectation({"match": "strict", "calls": [{"name": "x"}]})
+    assert json.loads(json.dumps(a.to_dict())) == a.to_dict()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import Call, InvalidTrajectory, Trajectory
+from matcher import Call, InvalidTrajectory, Trajectory, decode_json_text, trajectory_from_json
 
 
 def test_call_defaults() -> None:
@@ -75,3 +75,65 @@ def test_from_calls_paths() -> None:
         Trajectory.from_calls([Call("a", step=5), Call("b", step=4)])
     assert info.value.path == "calls[1].step"
     assert info.value.message == "steps must not decrease along the list (step 4 after step 5)"
+
+
+def test_trajectory_from_json() -> None:
+    t = trajectory_from_json(
+        {
+            "expectation": {"ignored": True},
+            "calls": [
+                {"name": "lookup", "arguments": '{"order_id": 42}', "step": 0},
+                {"name": "refund", "arguments": '"{\\"amount\\": 1}"', "step": 0},
+                {"name": "note", "arguments": "not json", "result": '{"ok": true}'},
+                {"name": "raw", "arguments": "[1, 2]", "result": "42", "error": "boom"},
+                {"name": "empty", "arguments": None, "call_id": "c9"},
+            ],
+        }
+    )
+    a, b, c, d, e = t.calls
+    assert a.arguments == {"order_id": 42} and a.step == 0
+    assert b.arguments == {"amount": 1}  # double-encoded
+    assert c.arguments == "not json" and c.result == {"ok": True}
+    assert d.arguments == "[1, 2]" and d.result == "42" and d.failed
+    assert e.arguments == {} and e.call_id == "c9"
+    t = trajectory_from_json({"turns": [{"calls": [{"name": "a"}]}, {"calls": []}, {}]})
+    assert [len(turn) for turn in t.turns] == [1, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({}, "calls: required (or `turns`)"),
+        ({"calls": {}}, "calls: must be a list of calls"),
+        ({"calls": [{"name": "a"}, 3]}, "calls[1]: must be an object with a `name`"),
+        ({"calls": [{"nam": "a"}]},
+         "calls[0].nam: unknown field (expected name, arguments, result, error, call_id, step)"),
+        ({"calls": [{"name": 1}]}, "calls[0].name: must be a non-empty tool name"),
+        ({"calls": [{"name": "a", "error": 1}]},
+         "calls[0].error: must be a boolean or a message, got 1"),
+        ({"calls": [{"name": "a", "step": "1"}]}, 'calls[0].step: must be an integer, got "1"'),
+        ({"calls": [{"name": "a", "step": 1.0}]}, "calls[0].step: must be an integer, got 1.0"),
+        ({"calls": [{"name": "a", "call_id": 5}]}, "calls[0].call_id: must be a string, got 5"),
+        ({"calls": [{"name": "a", "step": 1}, {"name": "b", "step": 0}]},
+         "calls[1].step: steps must not decrease along the list (step 0 after step 1)"),
+        ({"turns": {}}, "turns: must be a list of turns"),
+        ({"turns": [[]]}, "turns[0]: must be an object with `calls`"),
+        ({"turns": [{"calls": [], "x": 1}]}, "turns[0].x: unknown field (expected calls)"),
+        ({"turns": [{"calls": [{"name": "a", "step": 2}, {"name": "a", "step": 1}]}]},
+         "turns[0].calls[1].step: steps must not decrease along the list (step 1 after step 2)"),
+        ({"calls": [], "turns": []}, "turns: give either `calls` or `turns`, not both"),
+    ],
+)  # fmt: skip
+def test_trajectory_from_json_errors(data: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(InvalidTrajectory) as info:
+        trajectory_from_json(data)
+    assert str(info.value) == message
+
+
+def test_decode_json_text() -> None:
+    assert decode_json_text('{"a": 1}') == {"a": 1}
+    assert decode_json_text("[1]") == [1]
+    assert decode_json_text("[1]", (dict,)) == "[1]"
+    assert decode_json_text("1") == "1"
+    assert decode_json_text('{"a": ') == '{"a": '
+    assert decode_json_text({"a": 1}) == {"a": 1}
