@@ -174,6 +174,12 @@ def run_bench(target: str, argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["extract"]:  # its own parser: options may come before the file
+        import importlib
+
+        code: int = importlib.import_module("collector.extract_report").main(argv[1:])
+        return code
     parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, help_text in (
@@ -190,11 +196,6 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("target", choices=["matcher", "ingest", "scoring"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
-    if args.command == "extract":
-        import importlib
-
-        code: int = importlib.import_module("collector.extract_report").main(args.rest)
-        return code
     if args.command == "bench":
         return run_bench(args.target, args.rest)
     try:

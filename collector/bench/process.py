@@ -1,0 +1,96 @@
+"""Run the real `tooltrail serve` / `tooltrail worker` as subprocesses on loopback ports chosen
+by the OS (for benchmarks and tests)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+READY = re.compile(r"tooltrail listening: http=127\.0\.0\.1:(\d+) grpc=127\.0\.0\.1:(\d+)")
+
+
+@dataclass
+class ServerProcess:
+    """A running server: its process, its ports, and its log so far."""
+
+    process: subprocess.Popen[str]
+    http_port: int
+    grpc_port: int
+    log: list[str] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc_endpoint(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: float = 15) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
+          timeout: float = 30.0) -> Iterator[ServerProcess]:
+    """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards."""
+    command = [sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
+               "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, **(env or {})})
+    log: list[str] = []
+    ports: list[int] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            log.append(line)
+            match = READY.search(line)
+            if match:
+                ports.extend(int(g) for g in match.groups())
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        if not ready.wait(timeout) or not ports:
+            raise RuntimeError("tooltrail serve did not start:\n" + "".join(log))
+        yield ServerProcess(process, ports[0], ports[1], log)
+    finally:
+        _stop(process)
+        reader.join(5)
+        if process.stderr is not None:
+            process.stderr.close()
+
+
+@contextmanager
+def workers(database_url: str, count: int, *flags: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Start `count` `tooltrail worker` processes; stop them (SIGTERM) afterwards."""
+    command = [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url,
+               *flags]
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(count)]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            _stop(process)
