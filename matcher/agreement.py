@@ -17,7 +17,7 @@ from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .values import ABSENT_TEST, LITERAL_TEST, canon_scalar
 
-_SMALL = 16  # below this many cells, plain Python is faster than numpy
+_SMALL = 64  # up to this many cells, plain Python is faster than numpy
 
 
 def share_matrix(

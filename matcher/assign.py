@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
+from itertools import permutations
+from math import perm
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import linear_sum_assignment
+
+_BRUTE_FORCE = 24  # assignments up to this many candidate pairings are enumerated
 
 
 def max_matching(
@@ -129,8 +133,29 @@ def optimal_assignment(
     if m == 1:
         best = max(range(n), key=lambda i: (float(scores[i][0]), -i))
         return [(best, 0)]
+    if perm(max(n, m), min(n, m)) <= _BRUTE_FORCE:
+        return _tiny_assignment(scores, n, m)
     rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)
     return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True)]
+
+
+def _tiny_assignment(
+    scores: Sequence[Sequence[float]] | NDArray[np.float64], n: int, m: int
+) -> list[tuple[int, int]]:
+    """Exhaustive search, cheaper than SciPy's call overhead for a handful of calls."""
+    best: tuple[float, ...] = ()
+    best_total = -1.0
+    if n <= m:
+        for cols in permutations(range(m), n):
+            total = sum(float(scores[i][j]) for i, j in enumerate(cols))
+            if total > best_total:
+                best_total, best = total, cols
+        return [(i, int(j)) for i, j in enumerate(best)]
+    for rows in permutations(range(n), m):
+        total = sum(float(scores[i][j]) for j, i in enumerate(rows))
+        if total > best_total:
+            best_total, best = total, rows
+    return sorted((int(i), j) for j, i in enumerate(best))
 
 
 # A chain node: the (expected, actual) pairs one block added, and the chain before it.
