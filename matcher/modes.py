@@ -125,26 +125,37 @@ def evaluate(
             paired_weight += weights[j]
     unit.paired_actual = paired_actual
     unit.paired_weight = paired_weight
-    ctx = Differences(calls, expected, frame, by_name, adj) if n or m else None
-    if ctx is None:
-        pass
-    elif mode in ORDERED_MODES:
-        if len(chain) < m or (mode == "strict" and n != m):
-            ctx.ordered_diffs(chain, blocks, strict=mode == "strict")
-    elif mode == "subset":
-        covered = set().union(*adj) if adj else set()
-        if len(covered) < n:
-            ctx.subset_diffs(covered)
-    elif paired_actual < m or (mode == "unordered" and n != m):
-        ctx.pairing_diffs(match_l, unordered=mode == "unordered")
-    if ctx is not None and ctx.diffs:
-        ctx.diffs.sort(key=diff_order)
-        if mode in ("strict", "unordered") and n != m:
-            ctx.diffs.append(explain.count(frame, m, n, path))
-        unit.diffs = ctx.diffs
+    if n or m:
+        unit.diffs = _differences(Differences(calls, expected, frame, by_name, adj), mode,
+                                  chain, blocks, match_l, path)  # fmt: skip
     _argument_score(unit, calls, plan, by_name, match_l)
     _tools(unit, plan, by_name, match_l)
     return unit
+
+
+def _differences(
+    ctx: Differences,
+    mode: str,
+    chain: list[tuple[int, int]],
+    blocks: Sequence[tuple[int, int]],
+    match_l: Sequence[int],
+    path: str,
+) -> list[Difference]:
+    """What the mode found wrong (empty when it passes)."""
+    n, m = len(ctx.calls), len(ctx.expected)
+    if mode in ORDERED_MODES:
+        if len(chain) < m or (mode == "strict" and n != m):
+            ctx.ordered_diffs(chain, blocks, strict=mode == "strict")
+    elif mode == "subset":
+        covered = set().union(*ctx.adj) if ctx.adj else set()
+        if len(covered) < n:
+            ctx.subset_diffs(covered)
+    elif sum(r >= 0 for r in match_l) < m or (mode == "unordered" and n != m):
+        ctx.pairing_diffs(match_l, unordered=mode == "unordered")
+    diffs = sorted(ctx.diffs, key=diff_order)
+    if diffs and mode in ("strict", "unordered") and n != m:
+        diffs.append(explain.count(ctx.frame, m, n, path))
+    return diffs
 
 
 def _argument_score(
