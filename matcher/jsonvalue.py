@@ -70,7 +70,7 @@ def show(v: Any, limit: int = 60) -> str:
         return "missing"
     try:
         text = json.dumps(v, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = repr(v)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

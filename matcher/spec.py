@@ -229,6 +229,13 @@ def _turns(raw: Any, match: str, arguments: str, ctx: _Ctx) -> tuple[TurnSpec, .
 
 def parse_expectation(data: Mapping[str, Any], *, require_id: bool = False) -> Expectation:
     """Validate the JSON form of an expectation; raises `InvalidExpectation`."""
+    try:
+        return _parse(data, require_id)
+    except RecursionError:
+        raise InvalidExpectation("", "nested too deeply") from None
+
+
+def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
     if not isinstance(data, Mapping):
         raise InvalidExpectation("", "an expectation must be an object")
     _unknown(data, _TOP_FIELDS, "")
@@ -306,6 +313,8 @@ def parse_expectation_text(text: str, *, require_id: bool = False) -> Expectatio
     """Parse an expectation written as JSON or YAML."""
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise InvalidExpectation("", "nested too deeply") from None
     except ValueError:
         try:
             data = yaml.safe_load(text)

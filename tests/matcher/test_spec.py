@@ -445,3 +445,14 @@ def test_expectations_compare_by_their_normalised_form() -> None:
     assert a == b and hash(a) == hash(b)
     assert a != parse_expectation({"match": "strict", "calls": [{"name": "x"}]})
     assert json.loads(json.dumps(a.to_dict())) == a.to_dict()
+
+
+def test_deep_nesting_is_a_validation_error() -> None:
+    deep: Any = 1
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(InvalidExpectation) as info:
+        parse_expectation({"calls": [{"name": "a", "arguments": {"x": deep}}]})
+    assert str(info.value) == "nested too deeply"
+    with pytest.raises(InvalidExpectation):
+        parse_expectation_text('{"calls": ' + "[" * 100000 + "]" * 100000 + "}")
