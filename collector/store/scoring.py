@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
-from collector.extract.reconcile import reconcile_rows
+from collector.extract.reconcile import call_from_row, reconcile
+from collector.model import ToolCall
 from collector.store.tables import (
     conversations,
     expectations,
@@ -180,25 +181,40 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
     t = tool_calls.c
     rows = conn.execute(
         select(
-            t.turn_id, t.trace_id, t.span_id, t.parent_span_id, t.name, t.call_id, t.arguments,
-            t.arguments_raw, t.result, t.error, t.status, t.start_ns, t.end_ns, t.step,
-            t.convention, t.executed,
+            t.turn_id,
+            t.trace_id,
+            t.span_id,
+            t.parent_span_id,
+            t.name,
+            t.call_id,
+            t.arguments,
+            t.arguments_raw,
+            t.result,
+            t.error,
+            t.status,
+            t.start_ns,
+            t.end_ns,
+            t.step,
+            t.convention,
+            t.executed,
         ).where(t.conversation_id.in_(id_list))
     )
-    by_turn: dict[int, list[Call]] = {
+    per_turn: dict[int, list[ToolCall]] = {}
+    for r in rows:
+        per_turn.setdefault(r.turn_id, []).append(call_from_row(r._mapping))
+    by_turn = {
         turn: [
             Call(
-                name=r["name"],
-                arguments=r["arguments"] if r["arguments"] is not None
-                else (r["arguments_raw"] or {}),
-                result=r["result"],
-                error=r["error"],
-                call_id=r["call_id"],
-                step=r["step"],
+                name=c.name,
+                arguments=c.arguments if c.arguments is not None else (c.arguments_raw or {}),
+                result=c.result,
+                error=c.error,
+                call_id=c.call_id,
+                step=c.step,
             )
-            for r in calls
+            for c in reconcile(calls)
         ]
-        for turn, calls in reconcile_rows(r._mapping for r in rows).items()
+        for turn, calls in per_turn.items()
     }
     return {
         cid: Trajectory(turns=[by_turn.get(tid, []) for tid in tids])
@@ -243,28 +259,32 @@ def store_results(conn: Connection, scored: Sequence[Scored], now: float) -> int
     if not scored:
         return 0
     r = results.c
-    conn.execute(
-        update(results)
-        .where(
-            r.conversation_id == bindparam("b_conv"), r.expectation == bindparam("b_exp"), r.current
+    by_expectation: dict[str, list[int]] = {}
+    for s in scored:
+        by_expectation.setdefault(s.expectation.slug, []).append(s.conversation.id)
+    for slug, ids in by_expectation.items():
+        conn.execute(
+            update(results)
+            .where(r.current, r.expectation == slug, r.conversation_id.in_(sorted(set(ids))))
+            .values(current=False)
         )
-        .values(current=False),
-        [{"b_conv": s.conversation.id, "b_exp": s.expectation.slug} for s in scored],
-    )
     rows: list[dict[str, Any]] = []
-    tools: list[list[tuple[str, int, int, float, float]]] = []
+    tool_rows: list[dict[str, Any]] = []
     for s in scored:
         for result in s.results:
             detail = result.to_dict()
             first = result.differences[0].kind if result.differences else None
             c = result.counts
+            key = {
+                "conversation_id": s.conversation.id,
+                "expectation": s.expectation.slug,
+                "expectation_version": s.expectation.version,
+                "change_seq": s.conversation.change_seq,
+                "scope": scope_key(detail["scope"]),
+            }
             rows.append(
                 {
-                    "conversation_id": s.conversation.id,
-                    "expectation": s.expectation.slug,
-                    "expectation_version": s.expectation.version,
-                    "scope": scope_key(detail["scope"]),
-                    "change_seq": s.conversation.change_seq,
+                    **key,
                     "current": True,
                     "passed": result.passed,
                     "score": result.score,
@@ -281,24 +301,18 @@ def store_results(conn: Connection, scored: Sequence[Scored], now: float) -> int
                     "scored_at": now,
                 }
             )
-            tools.append(list(c.tools))
-    ids = (
-        conn.execute(results.insert().returning(results.c.id, sort_by_parameter_order=True), rows)
-        .scalars()
-        .all()
-    )
-    tool_rows = [
-        {
-            "result_id": rid,
-            "tool": name,
-            "paired_actual": pa,
-            "total_actual": ta,
-            "paired_expected_weight": pw,
-            "total_expected_weight": tw,
-        }
-        for rid, per_tool in zip(ids, tools, strict=True)
-        for name, pa, ta, pw, tw in per_tool
-    ]
+            tool_rows.extend(
+                {
+                    **key,
+                    "tool": name,
+                    "paired_actual": pa,
+                    "total_actual": ta,
+                    "paired_expected_weight": pw,
+                    "total_expected_weight": tw,
+                }
+                for name, pa, ta, pw, tw in c.tools
+            )
+    conn.execute(results.insert(), rows)
     if tool_rows:
         conn.execute(result_tools.insert(), tool_rows)
     return len(rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, Float, Integer, case, cast, func, select
+from sqlalchemy import Connection, Float, Integer, and_, case, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from collector.store.tables import conversations, result_tools, results
@@ -83,7 +83,18 @@ def expectation_summary(
             func.sum(t.paired_expected_weight),
             func.sum(t.total_expected_weight),
         )
-        .select_from(joined.join(result_tools, t.result_id == r.id))
+        .select_from(
+            joined.join(
+                result_tools,
+                and_(
+                    t.conversation_id == r.conversation_id,
+                    t.expectation == r.expectation,
+                    t.expectation_version == r.expectation_version,
+                    t.change_seq == r.change_seq,
+                    t.scope == r.scope,
+                ),
+            )
+        )
         .where(*where)
         .group_by(t.tool)
         .order_by(t.tool)

@@ -15,6 +15,7 @@ from sqlalchemy import (
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     Table,
     Text,
     UniqueConstraint,
@@ -139,20 +140,39 @@ results = Table(
     Column("failure_kind", Text),  # kind of the first difference, for summaries
     Column("detail", Json, nullable=False),
     Column("scored_at", Float, nullable=False),
+    # one trajectory is never scored twice against one expectation version
+    UniqueConstraint(
+        "conversation_id",
+        "expectation",
+        "expectation_version",
+        "change_seq",
+        "scope",
+        name="uq_results_trajectory",
+    ),
     Index("ix_results_conversation", "conversation_id", "expectation", "current"),
     Index("ix_results_expectation", "expectation", "current", "scored_at"),
 )
 
-# Per-tool pair counts of each result, so summaries aggregate in SQL.
+# Per-tool pair counts of each result (joined on the result's natural key), so summaries
+# aggregate in SQL.
 result_tools = Table(
     "result_tools",
     metadata,
-    Column("result_id", Id, ForeignKey("results.id", ondelete="CASCADE"), primary_key=True),
-    Column("tool", Text, primary_key=True),
+    Column(
+        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
+    ),
+    Column("expectation", Text, nullable=False),
+    Column("expectation_version", Integer, nullable=False),
+    Column("change_seq", Integer, nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("tool", Text, nullable=False),
     Column("paired_actual", Integer, nullable=False),
     Column("total_actual", Integer, nullable=False),
     Column("paired_expected_weight", Float, nullable=False),
     Column("total_expected_weight", Float, nullable=False),
+    PrimaryKeyConstraint(
+        "conversation_id", "expectation", "expectation_version", "change_seq", "scope", "tool"
+    ),
 )
 
 # A rescoring job; its work is split in chunks (ranges of conversation ids) any worker claims.

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30 12:19:49.934755
+Create Date: 2026-11-30 12:40:47.620683
 """
 
 from __future__ import annotations
@@ -148,6 +148,25 @@ def upgrade() -> None:
         batch_op.create_index("ix_job_chunks_job", ["job_id", "status"], unique=False)
 
     op.create_table(
+        "result_tools",
+        sa.Column(
+            "conversation_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
+        ),
+        sa.Column("expectation", sa.Text(), nullable=False),
+        sa.Column("expectation_version", sa.Integer(), nullable=False),
+        sa.Column("change_seq", sa.Integer(), nullable=False),
+        sa.Column("scope", sa.Text(), nullable=False),
+        sa.Column("tool", sa.Text(), nullable=False),
+        sa.Column("paired_actual", sa.Integer(), nullable=False),
+        sa.Column("total_actual", sa.Integer(), nullable=False),
+        sa.Column("paired_expected_weight", sa.Float(), nullable=False),
+        sa.Column("total_expected_weight", sa.Float(), nullable=False),
+        sa.ForeignKeyConstraint(["conversation_id"], ["conversations.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint(
+            "conversation_id", "expectation", "expectation_version", "change_seq", "scope", "tool"
+        ),
+    )
+    op.create_table(
         "results",
         sa.Column(
             "id",
@@ -182,6 +201,14 @@ def upgrade() -> None:
         sa.Column("scored_at", sa.Float(), nullable=False),
         sa.ForeignKeyConstraint(["conversation_id"], ["conversations.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint(
+            "conversation_id",
+            "expectation",
+            "expectation_version",
+            "change_seq",
+            "scope",
+            name="uq_results_trajectory",
+        ),
     )
     with op.batch_alter_table("results", schema=None) as batch_op:
         batch_op.create_index(
@@ -222,19 +249,6 @@ def upgrade() -> None:
             "ix_turns_conversation", ["conversation_id", "start_ns"], unique=False
         )
 
-    op.create_table(
-        "result_tools",
-        sa.Column(
-            "result_id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False
-        ),
-        sa.Column("tool", sa.Text(), nullable=False),
-        sa.Column("paired_actual", sa.Integer(), nullable=False),
-        sa.Column("total_actual", sa.Integer(), nullable=False),
-        sa.Column("paired_expected_weight", sa.Float(), nullable=False),
-        sa.Column("total_expected_weight", sa.Float(), nullable=False),
-        sa.ForeignKeyConstraint(["result_id"], ["results.id"], ondelete="CASCADE"),
-        sa.PrimaryKeyConstraint("result_id", "tool"),
-    )
     op.create_table(
         "tool_calls",
         sa.Column(
@@ -294,7 +308,6 @@ def downgrade() -> None:
         batch_op.drop_index("ix_tool_calls_conversation")
 
     op.drop_table("tool_calls")
-    op.drop_table("result_tools")
     with op.batch_alter_table("turns", schema=None) as batch_op:
         batch_op.drop_index("ix_turns_conversation")
 
@@ -304,6 +317,7 @@ def downgrade() -> None:
         batch_op.drop_index("ix_results_conversation")
 
     op.drop_table("results")
+    op.drop_table("result_tools")
     with op.batch_alter_table("job_chunks", schema=None) as batch_op:
         batch_op.drop_index("ix_job_chunks_job")
         batch_op.drop_index("ix_job_chunks_claim")
