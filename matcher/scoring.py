@@ -154,33 +154,36 @@ def _result(
     total_actual: int,
     ordered: Sequence[Unit] | None,
 ) -> Result:
-    paired_actual = sum(u.paired_actual for u in units)
-    paired_w = sum(u.paired_weight for u in units)
-    total_w = sum(u.total_weight for u in units)
+    if len(units) == 1:  # the common case, kept cheap
+        u = units[0]
+        paired_actual, paired_w, total_w = u.paired_actual, u.paired_weight, u.total_weight
+        arg_num, arg_den, tools = u.arg_num, u.arg_den, u.tools
+    else:
+        paired_actual = sum(u.paired_actual for u in units)
+        paired_w = sum(u.paired_weight for u in units)
+        total_w = sum(u.total_weight for u in units)
+        arg_num = sum(u.arg_num for u in units)
+        arg_den = sum(u.arg_den for u in units)
+        tools = {}
+        for u in units:
+            for name, row in u.tools.items():
+                acc = tools.setdefault(name, [0, 0, 0.0, 0.0])
+                for k in range(4):
+                    acc[k] += row[k]
     precision = paired_actual / total_actual if total_actual else 1.0
     recall = paired_w / total_w if total_w else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
-    arg_den = sum(u.arg_den for u in units)
-    argument_score = sum(u.arg_num for u in units) / arg_den if arg_den else 1.0
+    argument_score = arg_num / arg_den if arg_den else 1.0
     order_score = None
     if ordered is not None:
         n_exp = sum(u.n_expected for u in ordered)
         order_score = sum(u.lcs for u in ordered) / n_exp if n_exp else 1.0
-    tools: dict[str, list[float]] = {}
-    for u in units:
-        for name, row in u.tools.items():
-            acc = tools.setdefault(name, [0, 0, 0.0, 0.0])
-            for k in range(4):
-                acc[k] += row[k]
     counts = Counts(
         paired_actual=paired_actual,
         total_actual=total_actual,
         paired_expected_weight=float(paired_w),
         total_expected_weight=float(total_w),
-        tools=tuple(
-            (name, int(r[0]), int(r[1]), float(r[2]), float(r[3]))
-            for name, r in sorted(tools.items())
-        ),
+        tools=tuple([(name, *tools[name]) for name in sorted(tools)]),  # type: ignore[misc]
     )
     passed = not diffs
     return Result(
