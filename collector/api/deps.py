@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,6 +26,7 @@ class AppState:
     engine: Engine
     metrics: Metrics
     wake_worker: Any = None  # callable or None when no embedded worker runs
+    read_engine: Engine | None = None  # the separate read path (defaults to `engine`)
 
 
 def state(request: Request) -> AppState:
@@ -34,8 +36,9 @@ def state(request: Request) -> AppState:
 
 
 def read_conn(request: Request) -> Iterator[Connection]:
-    """A connection for reads."""
-    with state(request).engine.connect() as conn:
+    """A connection for reads, from the read engine so that reads never wait on ingest."""
+    app = state(request)
+    with (app.read_engine or app.engine).connect() as conn:
         yield conn
 
 
@@ -50,6 +53,10 @@ WriteConn = Annotated[Connection, Depends(write_conn)]
 State = Annotated[AppState, Depends(state)]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 CursorParam = Annotated[str | None, Query(description="opaque cursor from next_cursor")]
+TimeParam = Annotated[
+    str | None, Query(description="RFC 3339 time", json_schema_extra={"format": "date-time"})
+]
+VersionParam = Annotated[int | None, Query(ge=1, le=2**31 - 1, description="a version number")]
 
 
 def encode_cursor(value: int) -> str:
@@ -59,7 +66,7 @@ def encode_cursor(value: int) -> str:
 
 def decode_cursor(cursor: str | None) -> int | None:
     """The position an opaque cursor names; 400 when it is not one of ours."""
-    if cursor is None:
+    if not cursor:
         return None
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
@@ -99,10 +106,13 @@ def parse_time(value: str | None, field: str) -> float | None:
     """An RFC 3339 time parameter as unix seconds; 400 naming the field when it is not one."""
     if value is None:
         return None
+    text = value.strip().upper().replace("Z", "+00:00")
+    text = re.sub(r"T(\d\d:\d\d):60", r"T\1:59", text)  # a leap second
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text)
     except ValueError as exc:
         raise ApiError(400, f"{field}: not an RFC 3339 time: {value!r}") from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+    # clamp to what a 64-bit nanosecond column can hold (1970 … 2255)
+    return min(max(parsed.timestamp(), 0.0), 9_000_000_000.0)

@@ -7,7 +7,15 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from collector.api import convert
-from collector.api.deps import CursorParam, Limit, ReadConn, decode_cursor, page, parse_time
+from collector.api.deps import (
+    CursorParam,
+    Limit,
+    ReadConn,
+    TimeParam,
+    decode_cursor,
+    page,
+    parse_time,
+)
 from collector.api.errors import ApiError
 from collector.api.schemas import ConversationOut, ConversationPage, ErrorBody, ResultPage
 from collector.store import queries
@@ -26,8 +34,8 @@ def list_conversations(
     cursor: CursorParam = None,
     service: str | None = None,
     tool: str | None = None,
-    since: Annotated[str | None, Query(description="RFC 3339")] = None,
-    until: Annotated[str | None, Query(description="RFC 3339")] = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
     has_errors: bool | None = None,
     agent: str | None = None,
     passed: Annotated[

@@ -12,6 +12,8 @@ from collector.api.deps import (
     Limit,
     ReadConn,
     State,
+    TimeParam,
+    VersionParam,
     WriteConn,
     decode_cursor,
     page,
@@ -19,6 +21,7 @@ from collector.api.deps import (
     rfc3339,
 )
 from collector.api.errors import ApiError
+from collector.api.expectation_schema import request_body
 from collector.api.schemas import (
     ErrorBody,
     ExpectationCreated,
@@ -48,6 +51,7 @@ def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
 
 @router.post(
     "/expectations",
+    openapi_extra=request_body(require_id=True),
     status_code=201,
     response_model=ExpectationCreated,
     responses={409: {"model": ErrorBody}},
@@ -66,7 +70,11 @@ def create_expectation(body: ExpectationBody, conn: WriteConn, app: State) -> Ex
     return ExpectationCreated(id=exp.id, version=version)
 
 
-@router.post("/expectations:validate", response_model=ValidationOut)
+@router.post(
+    "/expectations:validate",
+    response_model=ValidationOut,
+    openapi_extra=request_body(require_id=False),
+)
 def validate_expectation(body: ExpectationBody) -> ValidationOut:
     """Validate without storing: 200 with the normalised form, or 400 naming the field."""
     return ValidationOut(valid=True, expectation=parse(body, require_id=False).to_dict())
@@ -88,9 +96,7 @@ def list_expectations(
 
 
 @router.get("/expectations/{slug}", response_model=ExpectationOut)
-def get_expectation(
-    slug: str, conn: ReadConn, version: Annotated[int | None, Query(ge=1)] = None
-) -> ExpectationOut:
+def get_expectation(slug: str, conn: ReadConn, version: VersionParam = None) -> ExpectationOut:
     """The newest version, or `version`."""
     row = queries.latest_expectation(conn, slug, version)
     if row is None:
@@ -103,9 +109,9 @@ def expectation_summary(
     slug: str,
     conn: ReadConn,
     bucket: Annotated[Literal["1h", "1d"] | None, Query(description="time buckets")] = None,
-    since: Annotated[str | None, Query(description="RFC 3339")] = None,
-    until: Annotated[str | None, Query(description="RFC 3339")] = None,
-    version: Annotated[int | None, Query(ge=1)] = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
+    version: VersionParam = None,
 ) -> SummaryOut:
     """Counts, pass rate, micro precision/recall/F1, per tool, common failure reasons, and
     the same per time bucket (by conversation start), over the current results."""
@@ -125,7 +131,12 @@ def expectation_summary(
     return SummaryOut(expectation=slug, **figures)
 
 
-@router.put("/expectations/{slug}", response_model=ExpectationCreated)
+@router.put(
+    "/expectations/{slug}",
+    response_model=ExpectationCreated,
+    openapi_extra=request_body(require_id=False),
+    responses={409: {"model": ErrorBody}},
+)
 def replace_expectation(
     slug: str, body: ExpectationBody, conn: WriteConn, app: State
 ) -> ExpectationCreated:

@@ -39,7 +39,7 @@ def job_out(row: dict[str, Any]) -> JobOut:
 
 
 def job_id(raw: str) -> int:
-    if not raw.isdigit():
+    if not raw.isdigit() or int(raw) >= 2**63:
         raise ApiError(404, f"no job {raw!r}")
     return int(raw)
 

@@ -11,6 +11,7 @@ from collector.api.deps import (
     CursorParam,
     Limit,
     ReadConn,
+    TimeParam,
     decode_cursor,
     page,
     parse_time,
@@ -20,7 +21,11 @@ from collector.api.errors import ApiError
 from collector.api.schemas import ErrorBody, IngestErrorList, IngestErrorOut, ResultPage
 from collector.store import queries
 
-router = APIRouter(prefix="/api/v1", tags=["results"], responses={400: {"model": ErrorBody}})
+router = APIRouter(
+    prefix="/api/v1",
+    tags=["results"],
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+)
 
 
 @router.get("/results", response_model=ResultPage)
@@ -31,8 +36,8 @@ def list_results(
     expectation: str | None = None,
     conversation: str | None = None,
     passed: bool | None = None,
-    since: Annotated[str | None, Query(description="RFC 3339, scored at or after")] = None,
-    until: Annotated[str | None, Query(description="RFC 3339, scored at or before")] = None,
+    since: TimeParam = None,
+    until: TimeParam = None,
     all: Annotated[bool, Query(description="include superseded results")] = False,
 ) -> ResultPage:
     """Results, newest first."""
