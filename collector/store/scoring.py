@@ -20,6 +20,10 @@ from collector.store.tables import (
 )
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation
 
+# A call the model requested that never ran (approval denied, turn limit) is scored as called,
+# but failed: `error: false` specs and `require_no_errors` catch it.
+NOT_EXECUTED = "requested by the model but never executed"
+
 
 @dataclass(frozen=True, slots=True)
 class ConversationFacts:
@@ -208,7 +212,7 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
                 name=c.name,
                 arguments=c.arguments if c.arguments is not None else (c.arguments_raw or {}),
                 result=c.result,
-                error=c.error,
+                error=c.error if c.executed else (c.error or NOT_EXECUTED),
                 call_id=c.call_id,
                 step=c.step,
             )

@@ -119,6 +119,10 @@ def test_validate_and_stateless_score(server: Server) -> None:
                                                     {"name": "b", "step": 1}]})
         assert bad_steps.status_code == 400
         assert "steps must not decrease" in bad_steps.json()["error"]["message"]
+        text_args = client.post("/api/v1/score", json={
+            "expectation": {"calls": [{"name": "a", "arguments": {"n": 1}}]},
+            "calls": [{"name": "a", "arguments": '{"n": 1}'}]})  # OpenAI-style JSON text
+        assert text_args.json()["passed"] is True
         turns = client.post("/api/v1/score", json={
             "expectation": {"scope": "each_turn", "calls": [{"name": "a"}]},
             "turns": [{"calls": [{"name": "a"}]}, {"calls": []}]})

@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 from collector.api.errors import ApiError
 from collector.api.routes.expectations import parse
 from collector.api.schemas import ErrorBody, ResultOut
-from matcher import Call, InvalidTrajectory, Trajectory, score
+from matcher import InvalidTrajectory, score
+from matcher.payload import trajectory_from_json
 
 router = APIRouter(prefix="/api/v1", tags=["score"], responses={400: {"model": ErrorBody}})
 
@@ -45,31 +46,16 @@ class ScoreOut(ResultOut):
     results: list[ResultOut] | None = None
 
 
-def _calls(calls: list[CallIn]) -> list[Call]:
-    return [
-        Call(
-            name=c.name,
-            arguments=c.arguments if c.arguments is not None else {},
-            result=c.result,
-            error=c.error,
-            step=c.step,
-            call_id=c.call_id,
-        )
-        for c in calls
-    ]
-
-
 @router.post("/score", response_model=ScoreOut)
 def score_calls(body: ScoreIn) -> ScoreOut:
     """Score calls against an expectation without storing anything."""
     if (body.calls is None) == (body.turns is None):
         raise ApiError(400, "give either `calls` or `turns`")
     exp = parse(body.expectation, require_id=False)
-    try:
-        if body.calls is not None:
-            trajectory = Trajectory.from_calls(_calls(body.calls))
-        else:
-            trajectory = Trajectory(turns=[_calls(t.calls) for t in body.turns or []])
+    try:  # arguments sent as JSON text (OpenAI style) are decoded here
+        trajectory = trajectory_from_json(
+            body.model_dump(exclude_unset=True, exclude={"expectation"})
+        )
     except InvalidTrajectory as exc:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
