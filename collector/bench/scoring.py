@@ -17,6 +17,7 @@ import statistics
 import threading
 import time
 import uuid
+from datetime import UTC, datetime
 
 import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -132,11 +133,17 @@ def time_to_score(url: str, seconds: float, rate: float, settle: float) -> None:
         stop = threading.Event()
 
         def poll() -> None:
+            since = time.time() - 1
             with httpx.Client(base_url=server.base_url, timeout=10) as client:
                 while not stop.is_set():
-                    page = client.get(
-                        "/api/v1/results", params={"expectation": "bench", "limit": 1000}
-                    ).json()
+                    params: dict[str, str | int] = {
+                        "expectation": "bench",
+                        "limit": 1000,
+                        "since": datetime.fromtimestamp(since, UTC).isoformat(),
+                    }
+                    polled_at = time.time()
+                    page = client.get("/api/v1/results", params=params).json()
+                    since = polled_at - 1  # results scored since the last poll, with margin
                     now = time.monotonic()
                     for row in page["data"]:
                         if row["conversation"].startswith("tts-"):
