@@ -46,7 +46,24 @@ class Settings(BaseSettings):
         64 * MIB, gt=0, description="largest OTLP request accepted, after decompression"
     )
     max_queue_bytes: int = Field(
-        256 * MIB, gt=0, description="bytes of decoded requests waiting for the writer"
+        64 * MIB, gt=0,
+        description="bytes of requests admitted and not yet answered; above it, ingest answers "
+        "a retryable overload (503 / UNAVAILABLE)",
+    )
+    writer_max_group_spans: int = Field(
+        50_000, gt=0, description="most spans committed in one transaction"
+    )
+    ingest_processes: int = Field(
+        2, ge=0, description="worker processes that decode and extract large requests (0: none)"
+    )
+    ingest_inline_bytes: int = Field(
+        32 * 1024, ge=0, description="requests smaller than this are decoded in the event loop"
+    )
+    ingest_errors_keep: int = Field(
+        10_000, gt=0, description="newest ingest-error rows kept for /api/v1/ingest/errors"
+    )
+    store_retry_seconds: float = Field(
+        1.0, gt=0, description="retry hint given while the store is unavailable or overloaded"
     )
     writer_max_batch: int = Field(
         256, gt=0, description="most requests committed in one transaction"

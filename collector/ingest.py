@@ -1,19 +1,40 @@
-"""The one ingest path both receivers share: extract, write, answer what was accepted."""
+"""The one ingest path both receivers share: admit, decode + extract + prepare, write, answer.
+
+A receiver first asks for admission (`admit`, before it reads a large body): the sink refuses
+with a retryable `Overloaded` when the bytes already admitted would overflow its budget. The
+body then goes through the pipeline (decode → extract → prepare rows) — inline for small
+bodies, in worker processes for large ones, since extraction is pure Python and the service
+has more than one core — and the prepared batch is written; the answer is given after commit.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import threading
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from types import TracebackType
 from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
 from collector.extract import ExtractOptions, extract
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
 
+log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input
+OVERLOAD_RECORD_SECONDS = 1.0  # refusals for overload are counted always, kept once a second
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,69 +45,273 @@ class IngestResult:
     error_message: str = ""
 
 
+class Prepared(Protocol):
+    """A batch ready for the sink (see store.persist.PreparedBatch)."""
+
+    @property
+    def calls(self) -> Sequence[Any]: ...
+    @property
+    def rejected(self) -> Sequence[RejectedSpan]: ...
+    @property
+    def unextracted(self) -> Sequence[RejectedSpan]: ...
+    @property
+    def span_count(self) -> int: ...
+    @property
+    def truncated(self) -> int: ...
+    @property
+    def empty(self) -> bool: ...
+
+
+class Ticket(Protocol):
+    """Admitted bytes, held until the request is answered."""
+
+    def resize(self, size: int) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class BatchSink(Protocol):
     """Where ingest sends batches: the writer, or an in-memory sink in tests."""
 
-    def check_room(self, size: int) -> None: ...
+    def admit(self, size: int) -> Ticket: ...
 
-    async def write(self, batch: Batch, size: int, errors: list[dict[str, Any]]) -> None: ...
+    async def write(self, batch: Any, errors: list[dict[str, Any]]) -> None: ...
 
     def record(self, errors: list[dict[str, Any]]) -> None: ...
 
 
-IngestFn = Callable[[ExportTraceServiceRequest, int, str], Awaitable[IngestResult]]
+Decoder = Callable[
+    [bytes, str, "str | None", int], tuple[ExportTraceServiceRequest, list[RejectedSpan]]
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """Turning a body into a prepared batch; module-level callables, so it pickles."""
+
+    decode: Decoder
+    prepare: Callable[[Batch], Prepared]
+    options: ExtractOptions
+    limit: int
+
+
+def run_pipeline(
+    pipeline: Pipeline, body: bytes, media: str, encoding: str | None
+) -> tuple[Prepared, int]:
+    """Decode, extract and prepare one body: (prepared batch, decoded size)."""
+    request, refused = pipeline.decode(body, media, encoding, pipeline.limit)
+    size = request.ByteSize()
+    batch = extract_safely(request, pipeline.options)
+    if refused:  # spans the decoder had to drop (invalid UTF-8) count as rejected
+        batch = replace(batch, rejected=(*refused, *batch.rejected),
+                        span_count=batch.span_count + len(refused))
+    return pipeline.prepare(batch), size
+
+
+def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
+    """`extract`, and should it fail on some input, extract trace by trace so that only the
+    spans of the trace it fails on are rejected (with the reason), never the whole request."""
+    try:
+        return extract(request, options)
+    except Exception as first:  # extraction is pure; any failure is about this input
+        log.warning("extraction failed (%s: %s); isolating traces", type(first).__name__, first)
+    calls: list[Any] = []
+    traces: list[Any] = []
+    rejected: list[RejectedSpan] = []
+    unextracted: list[RejectedSpan] = []
+    count = 0
+    for part in split_by_trace(request):
+        try:
+            batch = extract(part, options)
+        except Exception as exc:
+            reason = f"could not extract the span's trace: {type(exc).__name__}: {exc}"[:500]
+            spans = [s for rs in part.resource_spans for ss in rs.scope_spans for s in ss.spans]
+            rejected += [RejectedSpan(s.trace_id.hex(), s.span_id.hex(), s.name[:200], reason)
+                         for s in spans]
+            count += len(spans)
+            continue
+        calls += batch.calls
+        traces += batch.traces
+        rejected += batch.rejected
+        unextracted += batch.unextracted
+        count += batch.span_count
+    return Batch(tuple(calls), tuple(traces), tuple(rejected), tuple(unextracted), count)
+
+
+def split_by_trace(request: ExportTraceServiceRequest) -> list[ExportTraceServiceRequest]:
+    """One request per trace id, each keeping its spans' resources and scopes."""
+    parts: dict[bytes, ExportTraceServiceRequest] = {}
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                part = parts.get(span.trace_id)
+                if part is None:
+                    part = parts[span.trace_id] = ExportTraceServiceRequest()
+                if (not part.resource_spans
+                        or part.resource_spans[-1].resource != rs.resource):
+                    target_rs = part.resource_spans.add()
+                    target_rs.resource.CopyFrom(rs.resource)
+                    target_rs.schema_url = rs.schema_url
+                target_rs = part.resource_spans[-1]
+                if not target_rs.scope_spans or target_rs.scope_spans[-1].scope != ss.scope:
+                    target_ss = target_rs.scope_spans.add()
+                    target_ss.scope.CopyFrom(ss.scope)
+                target_rs.scope_spans[-1].spans.append(span)
+    return list(parts.values())
+
+
+def _worker_init() -> None:
+    """A worker ignores Ctrl-C (its parent stops it) and dies with its parent, even when the
+    parent is SIGKILLed: an orphan would hold the parent's stderr and a core open."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
+
+
+def _warm() -> None:
+    """Imports are done at process start; this only proves the worker is up."""
+
+
+class Offload:
+    """Runs the pipeline inline for small bodies and in worker processes for large ones."""
+
+    def __init__(self, pipeline: Pipeline, processes: int, inline_bytes: int,
+                 metrics: Metrics | None = None) -> None:
+        self.pipeline = pipeline
+        self.processes = processes
+        self.inline_bytes = inline_bytes
+        self.metrics = metrics
+        self._pool: ProcessPoolExecutor | None = None
+
+    async def __aenter__(self) -> Offload:
+        if self.processes > 0:
+            self._pool = self._new_pool()
+            loop = asyncio.get_running_loop()
+            await asyncio.gather(*(loop.run_in_executor(self._pool, _warm)
+                                   for _ in range(self.processes)))
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the workers. Safe if never started."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
+            initializer=_worker_init,
+        )
+
+    async def run(self, body: bytes, media: str, encoding: str | None) -> tuple[Prepared, int]:
+        """(prepared batch, decoded size) for one body."""
+        if self._pool is None or len(body) < self.inline_bytes:
+            return run_pipeline(self.pipeline, body, media, encoding)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(
+                self._pool, run_pipeline, self.pipeline, body, media, encoding
+            )
+        except BrokenProcessPool as exc:  # a worker died (killed, out of memory): start anew
+            if self.metrics is not None:
+                self.metrics.loop_errors.labels("ingest_worker").inc()
+            log.error("an ingest worker process died; restarting the pool")
+            old, self._pool = self._pool, self._new_pool()
+            if old is not None:
+                old.shutdown(wait=False, cancel_futures=True)
+            raise Overloaded("an ingest worker process died; retry", retry_after=1.0) from exc
 
 
 class Ingest:
-    """Callable given to receivers: `await ingest(request, size, transport)`."""
+    """What receivers are given: admission, then `await ingest.export(...)`."""
 
-    def __init__(self, sink: BatchSink, metrics: Metrics, options: ExtractOptions) -> None:
+    def __init__(self, sink: BatchSink, metrics: Metrics, offload: Offload) -> None:
         self.sink = sink
         self.metrics = metrics
-        self.options = options
+        self.offload = offload
+        self._overload_recorded = 0.0
 
-    def check_room(self, size: int) -> None:
-        """Raise Overloaded before a body of `size` bytes is read, if there is no room for it."""
-        self.sink.check_room(size)
+    def admit(self, size: int) -> Ticket:
+        """Admit a body of about `size` bytes, before it is read; raises Overloaded."""
+        return self.sink.admit(size)
 
-    def reject_request(self, transport: str, kind: str, message: str) -> None:
-        """Count and keep a request that was refused before extraction."""
+    def reject_request(self, transport: str, exc: Exception) -> None:
+        """Count (always) and keep (bounded) a request that was refused as a whole."""
+        kind = outcome_of(exc)
         self.metrics.requests.labels(transport, kind).inc()
-        self.sink.record([error_row(transport, kind, message)])
+        if isinstance(exc, Overloaded):
+            now = time.monotonic()
+            if now - self._overload_recorded < OVERLOAD_RECORD_SECONDS:
+                return  # a flood of refusals must not become a flood of writes
+            self._overload_recorded = now
+        self.sink.record([error_row(transport, kind, str(exc))])
 
-    async def __call__(
-        self, request: ExportTraceServiceRequest, size: int, transport: str
+    async def export(
+        self, body: bytes, media: str, encoding: str | None, transport: str, ticket: Ticket
     ) -> IngestResult:
-        batch = extract(request, self.options)
+        """Decode, extract, write and answer one request body (admitted with `ticket`)."""
+        started = time.perf_counter()
+        batch, size = await self.offload.run(body, media, encoding)
+        ticket.resize(size)
         errors = [
             error_row(transport, kind, s.reason, s)
-            for kind, spans in (
-                ("rejected_span", batch.rejected),
-                ("unextracted", batch.unextracted),
-            )
+            for kind, spans in (("rejected_span", batch.rejected),
+                                ("unextracted", batch.unextracted))
             for s in spans[:MAX_ERROR_ROWS]
         ]
         if not batch.empty or errors:
-            await self.sink.write(batch, size, errors)
+            await self.sink.write(batch, errors)
         m = self.metrics
         m.requests.labels(transport, "partial" if batch.rejected else "ok").inc()
         m.spans.inc(batch.span_count)
         m.tool_calls.inc(len(batch.calls))
         m.rejected_spans.inc(len(batch.rejected))
         m.unextracted_spans.inc(len(batch.unextracted))
+        m.truncated_values.inc(batch.truncated)
+        m.ingest_seconds.labels(transport).observe(time.perf_counter() - started)
         return result_of(batch)
 
 
-def result_of(batch: Batch) -> IngestResult:
-    """partial_success for a batch: invalid spans are rejected; unextractable ones are a warning."""
+def outcome_of(exc: Exception) -> str:
+    """The `outcome` label of a refused request."""
+    from collector.errors import StoreUnavailable
+
+    if isinstance(exc, StoreUnavailable):
+        return "unavailable"
+    if isinstance(exc, Overloaded):
+        return "overloaded"
+    if isinstance(exc, PayloadTooLarge):
+        return "too_large"
+    return "invalid" if isinstance(exc, InvalidPayload) else "error"
+
+
+def result_of(batch: Prepared) -> IngestResult:
+    """partial_success for a batch: invalid spans are rejected; the rest are warnings."""
     if batch.rejected:
         reasons = sorted({s.reason for s in batch.rejected})
         return IngestResult(len(batch.rejected), "rejected spans: " + "; ".join(reasons[:5]))
+    warnings = []
     if batch.unextracted:
         reasons = sorted({s.reason for s in batch.unextracted})
-        return IngestResult(
-            0, "stored, but some tool spans were not extracted: " + "; ".join(reasons[:5])
-        )
+        warnings.append("some tool spans were not extracted: " + "; ".join(reasons[:5]))
+    if batch.truncated:
+        warnings.append(f"{batch.truncated} oversized values were truncated")
+    if warnings:
+        return IngestResult(0, "stored, but " + "; ".join(warnings))
     return IngestResult()
 
 
@@ -99,7 +324,17 @@ def error_row(
         "kind": kind,
         "transport": transport,
         "message": message[:2000],
-        "trace_id": span.trace_id if span else None,
-        "span_id": span.span_id if span else None,
+        "trace_id": span.trace_id[:64] if span else None,
+        "span_id": span.span_id[:64] if span else None,
         "span_name": span.name[:500] if span else None,
     }
+
+
+@contextlib.contextmanager
+def admitted(ingest: Ingest, size: int) -> Any:
+    """`with admitted(ingest, size) as ticket:` — the ticket is released on leaving."""
+    ticket = ingest.admit(size)
+    try:
+        yield ticket
+    finally:
+        ticket.release()

@@ -29,11 +29,46 @@ class Metrics:
             "spans that look like tool calls but could not be extracted",
             registry=r,
         )
+        self.truncated_values = Counter(
+            "tooltrail_ingest_truncated_values",
+            "oversized argument, result, attribute or text values cut before storing",
+            registry=r,
+        )
+        self.ingest_seconds = Histogram(
+            "tooltrail_ingest_seconds",
+            "from body read to acknowledgement (decode, extract, commit)",
+            ["transport"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
         self.queue_bytes = Gauge(
-            "tooltrail_writer_queue_bytes", "decoded bytes waiting for the writer", registry=r
+            "tooltrail_writer_queue_bytes",
+            "bytes of requests admitted and not yet answered (bounded by max_queue_bytes)",
+            registry=r,
         )
         self.commit_seconds = Histogram(
             "tooltrail_writer_commit_seconds", "time of one group commit", registry=r
+        )
+        self.ack_seconds = Histogram(
+            "tooltrail_writer_wait_seconds",
+            "from a batch queued for the writer to its commit",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
+        self.group_requests = Histogram(
+            "tooltrail_writer_group_requests",
+            "requests committed together in one transaction",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+            registry=r,
+        )
+        self.committed_spans = Counter(
+            "tooltrail_writer_committed_spans", "spans of committed requests", registry=r
+        )
+        self.writer_failures = Counter(
+            "tooltrail_writer_failures",
+            "group commits that failed, by whether a retry can help",
+            ["kind"],
+            registry=r,
         )
         self.loop_errors = Counter(
             "tooltrail_loop_errors",

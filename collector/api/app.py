@@ -17,11 +17,13 @@ from collector.api.routes import conversations, expectations, health, jobs, resu
 from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
-from collector.ingest import Ingest
+from collector.ingest import Ingest, Offload, Pipeline
 from collector.metrics import Metrics
 from collector.receivers import http as http_receiver
+from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
 from collector.store.db import make_engine
+from collector.store.persist import prepare
 from collector.store.writer import Writer
 from collector.worker import Worker
 
@@ -33,20 +35,27 @@ def create_app(settings: Settings) -> FastAPI:
     metrics = Metrics()
     engine = make_engine(settings.database_url)
     metrics.registry.register(ExpectationGauges(engine))
+    read_engine = make_engine(settings.database_url, read_only=True)
     writer = Writer(
         engine,
         metrics,
         max_batch=settings.writer_max_batch,
         max_queue_bytes=settings.max_queue_bytes,
+        max_group_spans=settings.writer_max_group_spans,
+        errors_keep=settings.ingest_errors_keep,
+        retry_after=settings.store_retry_seconds,
     )
-    ingest = Ingest(
-        writer,
-        metrics,
-        ExtractOptions(
+    pipeline = Pipeline(
+        decode=decode_body,
+        prepare=prepare,
+        options=ExtractOptions(
             conversation_keys=tuple(settings.conversation_keys),
             keep_plumbing=settings.keep_plumbing,
         ),
+        limit=settings.max_request_bytes,
     )
+    offload = Offload(pipeline, settings.ingest_processes, settings.ingest_inline_bytes, metrics)
+    ingest = Ingest(writer, metrics, offload)
     keys = ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     grpc_receiver = GrpcReceiver(
         ingest,
@@ -72,12 +81,14 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             await stack.enter_async_context(writer)
+            await stack.enter_async_context(offload)
             await stack.enter_async_context(grpc_receiver)
             if worker is not None:
                 await stack.enter_async_context(worker)
             app.state.grpc_port = grpc_receiver.port
             yield
         engine.dispose()
+        read_engine.dispose()
 
     app = FastAPI(
         title="tooltrail",
@@ -91,6 +102,7 @@ def create_app(settings: Settings) -> FastAPI:
         engine=engine,
         metrics=metrics,
         wake_worker=worker.wake if worker is not None else None,
+        read_engine=read_engine,
     )
     errors.install(app)
     app.add_middleware(ApiKeyMiddleware, keys=keys)

@@ -146,6 +146,17 @@ class RequestFactory:
         body = self.template.replace(self._trace_marker, marker).replace(self._conv_marker, conv)
         return body, marker
 
+    def conversation_keys(self, conversation_group: int) -> list[str]:
+        """The conversation keys of requests made with `conversation_group`."""
+        conv = (self._rng_prefix + conversation_group.to_bytes(4, "big")).hex()
+        count = -(-self.turns // max(1, self.shape.turns_per_conversation))
+        return [f"conv-{conv}-{i:04d}" for i in range(count)]
+
+    @property
+    def trace_prefix(self) -> str:
+        """Hex prefix shared by every trace id this factory makes."""
+        return self._rng_prefix.hex()
+
     def trace_ids(self, marker: bytes) -> list[str]:
         """The hex trace ids of the request made with `marker`."""
         return [(marker + t.to_bytes(8, "big")).hex() for t in range(self.turns)]

@@ -18,6 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
 from collector.ingest import IngestResult
+from collector.model import RejectedSpan
+from collector.receivers.lenient import salvage
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -61,18 +63,39 @@ def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
     return bytes(out)
 
 
+def decode_body(
+    body: bytes, media: str, encoding: str | None, limit: int
+) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
+    """Decompress and parse a request body: (request, spans refused while decoding).
+
+    A protobuf body whose only fault is invalid UTF-8 in some strings keeps its other spans;
+    the spans holding bad strings come back as rejected, each with the reason."""
+    data = decompress(body, encoding, limit)
+    if media != PROTOBUF:
+        return decode_request(data, media), []
+    try:
+        return decode_request(data, media), []
+    except InvalidPayload as exc:
+        if "UTF-8" not in str(exc):
+            raise
+        salvaged = salvage(data)
+        if salvaged is None:
+            raise
+        return salvaged
+
+
 def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
     """Parse an ExportTraceServiceRequest; raises InvalidPayload when it cannot be parsed."""
     request = ExportTraceServiceRequest()
     if media == PROTOBUF:
         try:
             request.ParseFromString(body)
-        except (DecodeError, ValueError) as exc:
+        except (DecodeError, ValueError, RecursionError) as exc:
             raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
         return request
     try:
         data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidPayload(f"body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidPayload("OTLP/JSON body must be an object")

@@ -15,8 +15,8 @@ from grpc_status import rpc_status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
-from collector.ingest import Ingest
-from collector.receivers.codec import PROTOBUF, decode_request, response_for
+from collector.ingest import Ingest, admitted
+from collector.receivers.codec import PROTOBUF, response_for
 
 log = logging.getLogger(__name__)
 TRANSPORT = "grpc"
@@ -48,12 +48,18 @@ class TraceService:
         self, body: bytes, context: grpc.aio.ServicerContext
     ) -> ExportTraceServiceResponse:
         try:
-            self.ingest.check_room(len(body))
-            request = decode_request(body, PROTOBUF)
-            result = await self.ingest(request, len(body), TRANSPORT)
+            try:
+                with admitted(self.ingest, len(body)) as ticket:
+                    result = await self.ingest.export(body, PROTOBUF, None, TRANSPORT, ticket)
+            except (InvalidPayload, Overloaded):
+                raise
+            except Exception as exc:  # boundary: a clear answer, never INTERNAL/UNKNOWN
+                log.exception("unexpected failure while ingesting a gRPC request")
+                self.ingest.metrics.loop_errors.labels("grpc_export").inc()
+                raise InvalidPayload(f"could not process the request: {type(exc).__name__}") \
+                    from exc
         except (InvalidPayload, Overloaded) as exc:
-            kind = "overloaded" if isinstance(exc, Overloaded) else "invalid"
-            self.ingest.reject_request(TRANSPORT, kind, str(exc))
+            self.ingest.reject_request(TRANSPORT, exc)
             status = abort_status(exc)
             await context.abort(status.code, status.details, status.trailing_metadata)
             raise  # unreachable: abort raises

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 from fastapi import APIRouter, Request, Response
+from starlette.requests import ClientDisconnect
 
 from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, UnsupportedMediaType
-from collector.ingest import Ingest
+from collector.ingest import Ingest, admitted
 from collector.receivers.codec import (
     PROTOBUF,
-    decode_request,
-    decompress,
     encode,
     media_type,
     response_for,
     status_for,
 )
 
+log = logging.getLogger(__name__)
 TRANSPORT = "http"
+COMPRESSION_ESTIMATE = 4  # a compressed body is admitted as this many times its size
 GRPC_INVALID_ARGUMENT, GRPC_RESOURCE_EXHAUSTED, GRPC_UNAVAILABLE = 3, 8, 14
 
 
@@ -62,16 +64,28 @@ def router(ingest: Ingest, max_request_bytes: int) -> APIRouter:
         media = PROTOBUF
         try:
             media = media_type(request.headers.get("content-type"))
+            encoding = request.headers.get("content-encoding")
             declared = request.headers.get("content-length")
-            ingest.check_room(int(declared) if declared and declared.isdigit() else 0)
-            raw = await read_body(request, max_request_bytes)
-            body = decompress(raw, request.headers.get("content-encoding"), max_request_bytes)
-            otlp = decode_request(body, media)
-            result = await ingest(otlp, len(body), TRANSPORT)
+            size = int(declared) if declared and declared.isdigit() else 0
+            if size > max_request_bytes:
+                raise PayloadTooLarge(f"request body of {size} bytes exceeds {max_request_bytes}")
+            if encoding and encoding.strip().lower() not in ("", "identity"):
+                size = min(size * COMPRESSION_ESTIMATE, max_request_bytes)
+            with admitted(ingest, size) as ticket:  # decided before the body is read
+                raw = await read_body(request, max_request_bytes)
+                result = await ingest.export(raw, media, encoding, TRANSPORT, ticket)
         except (InvalidPayload, Overloaded) as exc:
-            kind = "overloaded" if isinstance(exc, Overloaded) else "invalid"
-            ingest.reject_request(TRANSPORT, kind, str(exc))
+            ingest.reject_request(TRANSPORT, exc)
             return error_response(exc, media)
+        except ClientDisconnect:
+            ingest.metrics.requests.labels(TRANSPORT, "disconnected").inc()
+            return Response(status_code=400)  # nobody is listening; nothing was admitted
+        except Exception as exc:  # boundary: a clear answer, never a 500
+            log.exception("unexpected failure while ingesting an HTTP request")
+            ingest.metrics.loop_errors.labels("http_export").inc()
+            failure = InvalidPayload(f"could not process the request: {type(exc).__name__}")
+            ingest.reject_request(TRANSPORT, failure)
+            return error_response(failure, media)
         return Response(encode(response_for(result), media), 200, media_type=media)
 
     return api

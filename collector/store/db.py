@@ -14,8 +14,15 @@ from sqlalchemy import Engine, create_engine, event
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def make_engine(url: str, *, pool_size: int = 5) -> Engine:
-    """An engine for `url`; SQLite gets WAL, NORMAL sync, a busy timeout and foreign keys."""
+def make_engine(url: str, *, pool_size: int = 5, read_only: bool = False) -> Engine:
+    """An engine for `url`.
+
+    SQLite is tuned for one writer and many readers: WAL (readers never block the writer nor
+    the writer them), `synchronous=NORMAL` (a commit survives a process crash; WAL is synced at
+    checkpoints), a busy timeout, foreign keys on. A `read_only` engine is the separate read
+    path of the REST API (`query_only`, its own connections), so reads never wait for the
+    writer's connection and cannot write by mistake.
+    """
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -26,6 +33,10 @@ def make_engine(url: str, *, pool_size: int = 5) -> Engine:
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA temp_store=MEMORY")
+            cursor.execute("PRAGMA cache_size=-16000")  # 16 MB per connection
+            if read_only:
+                cursor.execute("PRAGMA query_only=ON")
             cursor.close()
 
         return engine

@@ -1,8 +1,17 @@
-"""Group commit: many ingest requests → one transaction; each is acknowledged after its commit."""
+"""Group commit: many ingest requests → one transaction; each is acknowledged after its commit.
+
+Admission is by bytes: a request is admitted (before its body is read) only while the bytes
+of the requests admitted and not yet answered stay under `max_queue_bytes`, so memory stays
+bounded whatever the offered load; otherwise the receivers answer a retryable "overloaded".
+When the store fails in a way a retry can fix (connection lost, database down, locked), every
+request of that group gets a retryable answer and new requests are refused for `retry_after`
+seconds; the next admitted request probes the store again, so ingest recovers by itself.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import time
@@ -11,26 +20,60 @@ from types import TracebackType
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import InterfaceError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
 from collector.errors import InvalidPayload, Overloaded, StoreUnavailable
 from collector.metrics import Metrics
-from collector.model import Batch
-from collector.store.persist import record_ingest_errors, write_batches
+from collector.store.persist import (
+    PreparedBatch,
+    prune_ingest_errors,
+    record_ingest_errors,
+    write_prepared,
+)
 
 log = logging.getLogger(__name__)
+MAX_PENDING_ERROR_ROWS = 1000  # ingest-error rows waiting for a commit; older ones are dropped
+PRUNE_EVERY = 500  # error rows written between two prunes of the ingest_errors table
+# SQLSTATE classes and codes after which the same write can succeed later
+RETRYABLE_SQLSTATE_CLASSES = ("08", "53", "57", "58", "40")
+RETRYABLE_SQLSTATES = ("55P03", "55006", "25006")
+RETRYABLE_SQLITE = ("locked", "busy", "disk i/o", "unable to open", "database or disk is full",
+                    "readonly")
+
+
+class Ticket:
+    """Bytes admitted for one request, returned to the budget when it is answered."""
+
+    __slots__ = ("_released", "_writer", "size")
+
+    def __init__(self, writer: Writer, size: int) -> None:
+        self._writer = writer
+        self.size = size
+        self._released = False
+
+    def resize(self, size: int) -> None:
+        """Account for the request's real size once it is known (decompressed, decoded)."""
+        if not self._released and size > self.size:
+            self._writer._account(size - self.size)
+            self.size = size
+
+    def release(self) -> None:
+        """Give the bytes back (idempotent)."""
+        if not self._released:
+            self._released = True
+            self._writer._account(-self.size)
 
 
 @dataclass(slots=True)
 class _Item:
-    batch: Batch
-    size: int
+    batch: PreparedBatch
     errors: list[dict[str, Any]]
-    done: asyncio.Future[None] | None = field(default=None)
+    done: asyncio.Future[None]
+    enqueued: float = field(default_factory=time.perf_counter)
 
 
 class Writer:
-    """Writes batches in shared transactions, bounded by queued bytes."""
+    """Writes batches in shared transactions; admission is bounded by bytes."""
 
     def __init__(
         self,
@@ -38,14 +81,26 @@ class Writer:
         metrics: Metrics,
         *,
         max_batch: int = 256,
-        max_queue_bytes: int = 256 * 1024 * 1024,
+        max_queue_bytes: int = 64 * 1024 * 1024,
+        max_group_spans: int = 50_000,
+        errors_keep: int = 10_000,
+        retry_after: float = 1.0,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_queue_bytes = max_queue_bytes
-        self.queued_bytes = 0
-        self._queue: asyncio.Queue[_Item] | None = None
+        self.max_group_spans = max_group_spans
+        self.errors_keep = errors_keep
+        self.retry_after = retry_after
+        self.admitted_bytes = 0
+        self._down_until = 0.0
+        self._down_reason = ""
+        self._error_rows: collections.deque[dict[str, Any]] = collections.deque(
+            maxlen=MAX_PENDING_ERROR_ROWS
+        )
+        self._errors_since_prune = PRUNE_EVERY  # prune once soon after start
+        self._queue: asyncio.Queue[_Item | None] | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Writer:
@@ -62,86 +117,164 @@ class Writer:
         """Drain what is queued, then stop. Safe if never started."""
         if self._task is None or self._queue is None:
             return
+        if self._error_rows:
+            self._queue.put_nowait(None)
         await self._queue.join()
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        self._queue = None
+
+    @property
+    def running(self) -> bool:
+        """True between start and stop."""
+        return self._queue is not None
+
+    def _account(self, delta: int) -> None:
+        self.admitted_bytes += delta
+        self.metrics.queue_bytes.set(self.admitted_bytes)
+
+    def admit(self, size: int) -> Ticket:
+        """Admit a request of about `size` bytes, or raise a retryable Overloaded."""
+        if self._queue is None:
+            raise Overloaded("the writer is not running", retry_after=self.retry_after)
+        if self._down_until > time.monotonic():
+            raise StoreUnavailable(self._down_reason, retry_after=self.retry_after)
+        if self.admitted_bytes and self.admitted_bytes + size > self.max_queue_bytes:
+            raise Overloaded(
+                f"ingest queue is full ({self.admitted_bytes} bytes waiting); retry later",
+                retry_after=self.retry_after,
+            )
+        self._account(size)
+        return Ticket(self, size)
 
     def check_room(self, size: int) -> None:
-        """Raise Overloaded if `size` more bytes would overflow the queue (asked before reading)."""
-        if self._queue is None:
-            raise Overloaded("the writer is not running", retry_after=1.0)
-        if self.queued_bytes and self.queued_bytes + size > self.max_queue_bytes:
-            raise Overloaded("ingest queue is full", retry_after=1.0)
+        """Raise Overloaded if a request of `size` bytes would not be admitted now."""
+        self.admit(size).release()
 
-    async def write(self, batch: Batch, size: int, errors: list[dict[str, Any]]) -> None:
+    async def write(self, batch: PreparedBatch, errors: list[dict[str, Any]]) -> None:
         """Queue a batch and return once it is committed; raises a retryable error otherwise."""
-        self.check_room(size)
-        assert self._queue is not None
-        item = _Item(batch, size, errors, asyncio.get_running_loop().create_future())
-        self.queued_bytes += size
-        self.metrics.queue_bytes.set(self.queued_bytes)
-        await self._queue.put(item)
-        assert item.done is not None
+        if self._queue is None:
+            raise Overloaded("the writer is not running", retry_after=self.retry_after)
+        item = _Item(batch, errors, asyncio.get_running_loop().create_future())
+        self._queue.put_nowait(item)
         await item.done
 
     def record(self, errors: list[dict[str, Any]]) -> None:
-        """Queue ingest-error rows without waiting (dropped if the writer is not running)."""
-        if self._queue is not None and errors:
-            self._queue.put_nowait(_Item(Batch((), ()), 0, errors))
+        """Keep ingest-error rows for the next commit (bounded; the oldest are dropped)."""
+        if self._queue is None or not errors:
+            return
+        was_empty = not self._error_rows
+        self._error_rows.extend(errors)
+        if was_empty and self._queue.empty():
+            self._queue.put_nowait(None)  # wake the loop: nothing else may come to carry them
 
     async def _run(self) -> None:
         assert self._queue is not None
+        queue = self._queue
         while True:
-            items = [await self._queue.get()]
-            while len(items) < self.max_batch and not self._queue.empty():
-                items.append(self._queue.get_nowait())
+            first = await queue.get()
+            got = 1
+            items = [first] if first is not None else []
+            spans = first.batch.span_count if first is not None else 0
+            while (len(items) < self.max_batch and spans < self.max_group_spans
+                   and not queue.empty()):
+                item = queue.get_nowait()
+                got += 1
+                if item is not None:
+                    items.append(item)
+                    spans += item.batch.span_count
+            errors = list(self._error_rows)
+            self._error_rows.clear()
             try:
-                await self._commit(items)
+                await self._commit(items, errors)
+            except Exception:  # loop boundary: the writer must outlive any one group
+                self.metrics.loop_errors.labels("writer").inc()
+                log.exception("writer loop failed")
+                _settle(items, StoreUnavailable("write failed unexpectedly; retry"))
             finally:
-                for item in items:
-                    self.queued_bytes -= item.size
-                    self._queue.task_done()
-                self.metrics.queue_bytes.set(self.queued_bytes)
+                for _ in range(got):
+                    queue.task_done()
 
-    async def _commit(self, items: list[_Item]) -> None:
+    async def _commit(self, items: list[_Item], errors: list[dict[str, Any]]) -> None:
+        if not items and not errors:
+            return
         started = time.perf_counter()
         try:
-            await asyncio.to_thread(self._write, items)
+            await asyncio.to_thread(self._write, items, errors)
         except SQLAlchemyError as exc:
-            if len(items) > 1:  # isolate the request that failed; the others still commit
-                for item in items:
-                    await self._commit([item])
+            error = classify(exc)
+            self.metrics.writer_failures.labels(
+                "retryable" if isinstance(error, Overloaded) else "permanent").inc()
+            if isinstance(error, Overloaded):
+                self._mark_down(error, exc)
+                _settle(items, error)
                 return
-            log.warning("write failed: %s", exc)
-            _settle(items, _classify(exc))
+            if len(items) + bool(errors) > 1:  # isolate the request at fault; others commit
+                for item in items:
+                    await self._commit([item], [])
+                if errors:
+                    await self._commit([], errors)
+                return
+            log.warning("the store refused a request: %s", exc)
+            _settle(items, error)
             return
-        except Exception as exc:  # loop boundary: never leave a client waiting forever
-            self.metrics.loop_errors.labels("writer").inc()
-            log.exception("writer failed")
-            _settle(items, StoreUnavailable(f"write failed: {exc}"))
-            return
-        self.metrics.commit_seconds.observe(time.perf_counter() - started)
+        if self._down_until:
+            log.warning("the store is available again")
+            self._down_until = 0.0
+        now = time.perf_counter()
+        m = self.metrics
+        m.commit_seconds.observe(now - started)
+        m.group_requests.observe(len(items))
+        for item in items:
+            m.ack_seconds.observe(now - item.enqueued)
+        m.committed_spans.inc(sum(i.batch.span_count for i in items))
         _settle(items, None)
 
-    def _write(self, items: list[_Item]) -> None:
+    def _mark_down(self, error: Exception, cause: Exception) -> None:
+        if not self._down_until:
+            log.error("the store is unavailable (%s); answering retryable errors", cause)
+        self._down_reason = str(error)
+        self._down_until = time.monotonic() + self.retry_after
+
+    def _write(self, items: list[_Item], errors: list[dict[str, Any]]) -> None:
         now = time.time()
+        errors = errors + [row for item in items for row in item.errors]
         with self.engine.begin() as conn:
-            write_batches(conn, [i.batch for i in items], now)
-            record_ingest_errors(conn, [row for i in items for row in i.errors])
+            if items:
+                write_prepared(conn, [i.batch for i in items], now)
+            if errors:
+                record_ingest_errors(conn, errors)
+                self._errors_since_prune += len(errors)
+                if self._errors_since_prune >= PRUNE_EVERY:
+                    prune_ingest_errors(conn, self.errors_keep)
+                    self._errors_since_prune = 0
 
 
-def _classify(exc: SQLAlchemyError) -> Exception:
-    """A lost connection or timeout is retryable; data the store refuses is not."""
-    if isinstance(exc, OperationalError | InterfaceError):
-        return StoreUnavailable(f"the store is unavailable: {exc.__class__.__name__}")
-    return InvalidPayload(f"the store rejected the data: {exc.__class__.__name__}")
+def classify(exc: SQLAlchemyError) -> Exception:
+    """Retryable (StoreUnavailable) when the same write can succeed later: the connection was
+    lost, the server is down or starting, a lock or serialization conflict; else permanent."""
+    name = exc.__class__.__name__
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated or isinstance(exc, InterfaceError):
+            return StoreUnavailable(f"the store is unavailable: {name}; retry")
+        state = getattr(exc.orig, "sqlstate", None)
+        if isinstance(state, str):
+            if state.startswith(RETRYABLE_SQLSTATE_CLASSES) or state in RETRYABLE_SQLSTATES:
+                return StoreUnavailable(f"the store is unavailable ({state}); retry")
+            return InvalidPayload(f"the store refused the data ({state}: {name})")
+        if isinstance(exc, OperationalError):
+            text = str(exc.orig).lower()
+            if state is None and (not hasattr(exc.orig, "sqlite_errorcode")
+                                  or any(t in text for t in RETRYABLE_SQLITE)):
+                return StoreUnavailable(f"the store is unavailable: {name}; retry")
+    return InvalidPayload(f"the store refused the data: {name}")
 
 
 def _settle(items: list[_Item], error: Exception | None) -> None:
     for item in items:
-        if item.done is None or item.done.done():
+        if item.done.done():
             continue
         if error is None:
             item.done.set_result(None)

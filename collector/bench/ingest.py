@@ -1,0 +1,372 @@
+"""`tooltrail bench ingest`: how fast spans are acknowledged *and committed*, and at what cost.
+
+One run, phases in order, every loop bounded in count and time, loopback only:
+
+1. in-process limit — decode + extract + bulk insert in this process, no network, same
+   store kind: the ceiling the server is compared with;
+2. generator — how fast this process makes requests (it must not be the bottleneck);
+3. a `tooltrail serve` subprocess (SQLite temp file, or `--database-url`) and, per transport,
+   several closed-loop clients sending pre-built requests: acknowledged spans/s, ack latency,
+   then the store is checked to hold every acknowledged call;
+4. half load — paced at half the best rate: ack latency p50/p99, and time-to-score;
+5. the SDK's real exporters (BatchSpanProcessor + OTLP gRPC / HTTP exporters);
+6. overload — paced at twice the best rate, clients retrying as OTLP exporters do: peak RSS,
+   retryable answers, nothing acknowledged missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine, text
+
+from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
+from collector.bench.serverproc import MemorySampler, ServerProcess, serve
+from collector.bench.traces import RequestFactory, Shape
+from collector.extract import ExtractOptions, extract
+from collector.receivers.codec import PROTOBUF, decode_body
+from collector.store.db import make_engine, migrate
+from collector.store.persist import prepare, write_prepared
+
+MB = 1024 * 1024
+EXPECTATION = {"id": "bench-refund", "selector": {"conversation": "*"}, "match": "in_order",
+               "calls": [{"name": "search_orders"}]}
+
+
+@dataclass
+class Report:
+    """Every figure of one run, printed and optionally written as JSON."""
+
+    store: str
+    shape: dict[str, int]
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, key: str, value: Any) -> None:
+        """Record a figure and print it."""
+        self.figures[key] = value
+        print(f"  {key:<44} {_fmt(value)}", flush=True)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3f}" if value < 100 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def inprocess_limit(url: str, shape: Shape, requests: int, group: int, seconds: float) -> float:
+    """Spans/s of decode + extract + prepare + bulk insert in this one process, no network."""
+    migrate(url)
+    engine = make_engine(url)
+    factory = RequestFactory(shape)
+    bodies = [factory.make(i // 4)[0] for i in range(requests)]
+    spans = 0
+    started = time.perf_counter()
+    pending = []
+    for body in bodies:
+        request, _ = decode_body(body, PROTOBUF, None, 64 * MB)
+        pending.append(prepare(extract(request, ExtractOptions())))
+        spans += factory.span_count
+        if len(pending) == group:
+            with engine.begin() as conn:
+                write_prepared(conn, pending, time.time())
+            pending = []
+        if time.perf_counter() - started > seconds:
+            break
+    if pending:
+        with engine.begin() as conn:
+            write_prepared(conn, pending, time.time())
+    elapsed = time.perf_counter() - started
+    engine.dispose()
+    return spans / elapsed
+
+
+def generator_rate(shape: Shape, seconds: float = 1.0) -> float:
+    """Spans/s this process can make requests at (stamping ids into pre-built bytes)."""
+    factory = RequestFactory(shape)
+    made = 0
+    started = time.perf_counter()
+    while time.perf_counter() - started < seconds and made < 100_000:
+        factory.make()
+        made += 1
+    return made * factory.span_count / (time.perf_counter() - started)
+
+
+def senders(server: ServerProcess, transport: str, clients: int) -> list[Any]:
+    """`clients` senders of one transport ("grpc", "http" or "mixed")."""
+    out: list[Any] = []
+    for i in range(clients):
+        kind = transport if transport != "mixed" else ("grpc" if i % 2 == 0 else "http")
+        out.append(GrpcSender(server.grpc_endpoint) if kind == "grpc"
+                   else HttpSender(server.base_url))
+    return out
+
+
+async def drive(server: ServerProcess, transport: str, clients: int, factory: RequestFactory,
+                seconds: float, rate: float | None = None, max_requests: int = 1_000_000,
+                grace: float = 30.0) -> Stats:
+    """One phase of load; closes its connections after."""
+    group = senders(server, transport, clients)
+    sends: list[Send] = list(group)
+    try:
+        return await run_clients(sends, factory, seconds=seconds, max_requests=max_requests,
+                                 rate=rate, grace=grace)
+    finally:
+        for sender in group:
+            await sender.close()
+
+
+def committed_calls(engine: Engine, factory: RequestFactory) -> int:
+    """Tool calls in the store from `factory`'s requests."""
+    with engine.connect() as conn:
+        found = conn.execute(
+            text("SELECT count(*) FROM tool_calls WHERE trace_id LIKE :p"),
+            {"p": factory.trace_prefix + "%"},
+        ).scalar()
+    return int(found or 0)
+
+
+def missing_acknowledged(engine: Engine, factory: RequestFactory, stats: Stats) -> int:
+    """Acknowledged turns whose trace is not in the store (must be 0)."""
+    wanted = {tid for marker in stats.acked_markers for tid in factory.trace_ids(marker)}
+    if not wanted:
+        return 0
+    with engine.connect() as conn:
+        stored = {
+            row[0] for row in conn.execute(
+                text("SELECT trace_id FROM turns WHERE trace_id LIKE :p"),
+                {"p": factory.trace_prefix + "%"},
+            )
+        }
+    return len(wanted - stored)
+
+
+def time_to_score(server: ServerProcess, factory: RequestFactory, stats: Stats,
+                  timeout: float = 60.0) -> float | None:
+    """Seconds from the last acknowledgement to the result of its conversation."""
+    if stats.last_group is None:
+        return None
+    key = factory.conversation_keys(stats.last_group)[-1]
+    deadline = time.monotonic() + timeout
+    with httpx.Client(base_url=server.base_url, timeout=10) as client:
+        while time.monotonic() < deadline:
+            answer = client.get(f"/api/v1/conversations/{key}/results")
+            if answer.status_code == 200 and answer.json().get("data"):
+                return time.perf_counter() - stats.last_ack
+            time.sleep(0.05)
+    return None
+
+
+def sdk_phase(server: ServerProcess, transport: str, seconds: float, threads: int) -> float:
+    """Spans/s acknowledged through the OTel SDK's BatchSpanProcessor and real OTLP exporter."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    if transport == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        inner: SpanExporter = OTLPSpanExporter(endpoint=server.grpc_endpoint, insecure=True)
+    else:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+            OTLPSpanExporter as HttpSpanExporter,
+        )
+
+        inner = HttpSpanExporter(endpoint=f"{server.base_url}/v1/traces")
+    acked = [0]
+
+    class Counting(SpanExporter):
+        def export(self, spans: Sequence[Any]) -> SpanExportResult:
+            result = inner.export(spans)
+            if result == SpanExportResult.SUCCESS:
+                acked[0] += len(spans)
+            return result
+
+        def shutdown(self) -> None:
+            inner.shutdown()
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk-agent"}))
+    provider.add_span_processor(BatchSpanProcessor(
+        Counting(), max_queue_size=20_000, max_export_batch_size=512, schedule_delay_millis=200,
+    ))
+    tracer = provider.get_tracer("tooltrail.bench.sdk")
+    stop = time.monotonic() + seconds
+    args = json.dumps({"order_id": "A-000001", "customer": "c-1234", "note": "x" * 90})
+    result = json.dumps({"status": "ok", "items": [{"sku": "X-1", "qty": 2}], "note": "y" * 240})
+
+    def agent(worker: int) -> None:
+        turn = 0
+        while time.monotonic() < stop and turn < 1_000_000:
+            conversation = f"sdk-{worker}-{turn // 5}"
+            with tracer.start_as_current_span("invoke_agent support", attributes={
+                "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+                "gen_ai.conversation.id": conversation,
+            }):
+                with tracer.start_as_current_span("chat gpt-4o", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                }):
+                    pass
+                for i in range(2 + turn % 2):
+                    with tracer.start_as_current_span("execute_tool search_orders", attributes={
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "search_orders",
+                        "gen_ai.tool.call.id": f"call_{turn}_{i}",
+                        "gen_ai.tool.call.arguments": args,
+                        "gen_ai.tool.call.result": result,
+                    }):
+                        pass
+            turn += 1
+
+    started = time.perf_counter()
+    workers = [threading.Thread(target=agent, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    provider.force_flush(60_000)
+    elapsed = time.perf_counter() - started
+    provider.shutdown()
+    return acked[0] / elapsed
+
+
+async def run(args: argparse.Namespace) -> Report:
+    """Every phase; returns the report."""
+    shape = Shape(spans=args.spans_per_request, turns_per_conversation=5)
+    with tempfile.TemporaryDirectory(prefix="tooltrail-bench-") as tmp:
+        url = args.database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
+        store = "postgresql" if url.startswith("postgresql") else "sqlite"
+        report = Report(store, {"spans_per_request": RequestFactory(shape).span_count,
+                                "clients": args.clients})
+        print(f"tooltrail bench ingest — store {store}, {report.shape['spans_per_request']} "
+              f"spans/request, {args.clients} clients per phase", flush=True)
+        limit_url = url if store == "postgresql" else f"sqlite:///{Path(tmp) / 'limit.db'}"
+        report.add("in-process limit (spans/s)", inprocess_limit(
+            limit_url, shape, args.inprocess_requests, args.group, args.seconds))
+        report.add("generator (spans/s)", generator_rate(shape))
+        migrate(url)
+        flags = ["--settle-seconds", str(args.settle_seconds),
+                 *args.server_flag]
+        with serve(url, *flags) as server:
+            sampler = MemorySampler(server.process.pid).start()
+            engine = make_engine(url)
+            try:
+                await measure(args, report, server, sampler, engine, shape)
+            finally:
+                sampler.stop()
+                engine.dispose()
+        return report
+
+
+async def measure(args: argparse.Namespace, report: Report, server: ServerProcess,
+                  sampler: MemorySampler, engine: Engine, shape: Shape) -> None:
+    """The phases against the running server."""
+    httpx.post(f"{server.base_url}/api/v1/expectations", json=EXPECTATION, timeout=10)
+    await drive(server, "grpc", args.clients, RequestFactory(shape), min(2.0, args.seconds))
+    best = 0.0
+    for transport in args.transports:
+        factory = RequestFactory(shape)
+        stats = await drive(server, transport, args.clients, factory, args.seconds)
+        committed = committed_calls(engine, factory)
+        name = f"{transport}: acknowledged+committed"
+        report.add(f"{name} (spans/s)", stats.spans_per_second)
+        report.add(f"{transport}: ack latency p50 / p99 (ms)",
+                   f"{stats.percentile(50) * 1e3:.0f} / {stats.percentile(99) * 1e3:.0f}")
+        report.add(f"{transport}: acknowledged missing from store",
+                   missing_acknowledged(engine, factory, stats))
+        report.add(f"{transport}: calls committed ≥ acknowledged",
+                   committed >= stats.acked_requests * factory.tool_calls)
+        if stats.retryable or stats.refused:
+            report.add(f"{transport}: retryable / refused answers",
+                       f"{stats.retryable} / {stats.refused} {stats.messages}")
+        best = max(best, stats.spans_per_second)
+    report.add("best acknowledged+committed (spans/s)", best)
+    limit = report.figures["in-process limit (spans/s)"]
+    report.add("ratio to in-process limit", best / limit if limit else 0.0)
+    report.add("peak RSS at full load, server / with workers (MB)",
+               f"{sampler.peak_main / MB:.0f} / {sampler.peak_total / MB:.0f}")
+
+    factory = RequestFactory(shape)
+    rate = best / 2 / factory.span_count
+    stats = await drive(server, "mixed", max(args.clients, 8), factory, args.seconds, rate=rate)
+    report.add("half load: offered / acknowledged (spans/s)",
+               f"{rate * factory.span_count:,.0f} / {stats.spans_per_second:,.0f}")
+    report.add("half load: ack latency p50 / p99 (ms)",
+               f"{stats.percentile(50) * 1e3:.0f} / {stats.percentile(99) * 1e3:.0f}")
+    tts = time_to_score(server, factory, stats)
+    report.add(f"time-to-score after last ack, settle {args.settle_seconds}s (s)",
+               "none within 60 s" if tts is None else round(tts, 2))
+
+    for transport in args.sdk_transports:
+        spans = await asyncio.to_thread(sdk_phase, server, transport, args.sdk_seconds,
+                                        args.sdk_threads)
+        report.add(f"SDK exporter {transport} (spans/s, client-bound)", spans)
+
+    if args.overload_seconds > 0:
+        sampler.reset()
+        factory = RequestFactory(shape)
+        rate = 2 * best / factory.span_count
+        stats = await drive(server, "mixed", args.overload_clients, factory,
+                            args.overload_seconds, rate=rate, grace=60.0)
+        report.add("overload: offered (spans/s, 2× best)", rate * factory.span_count)
+        report.add("overload: acknowledged (spans/s)", stats.spans_per_second)
+        report.add("overload: retryable answers", stats.retryable)
+        report.add("overload: refused / transport errors",
+                   f"{stats.refused} / {stats.transport_errors}")
+        report.add("overload: acknowledged missing from store",
+                   missing_acknowledged(engine, factory, stats))
+        report.add("overload: peak RSS server / with workers (MB)",
+                   f"{sampler.peak_main / MB:.0f} / {sampler.peak_total / MB:.0f}")
+        report.add("overload: server alive", server.process.poll() is None)
+
+
+def parser() -> argparse.ArgumentParser:
+    """Command-line flags."""
+    p = argparse.ArgumentParser(prog="tooltrail bench ingest", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--database-url", help="store to test (default: a temporary SQLite file)")
+    p.add_argument("--seconds", type=float, default=10.0, help="length of each load phase")
+    p.add_argument("--clients", type=int, default=4, help="concurrent clients per phase")
+    p.add_argument("--spans-per-request", type=int, default=500)
+    p.add_argument("--transports", nargs="+", default=["grpc", "http"],
+                   choices=["grpc", "http", "mixed"])
+    p.add_argument("--sdk-transports", nargs="*", default=["grpc", "http"],
+                   choices=["grpc", "http"])
+    p.add_argument("--sdk-seconds", type=float, default=5.0)
+    p.add_argument("--sdk-threads", type=int, default=2)
+    p.add_argument("--overload-seconds", type=float, default=15.0,
+                   help="length of the 2× overload phase (0: skip)")
+    p.add_argument("--overload-clients", type=int, default=32)
+    p.add_argument("--settle-seconds", type=float, default=1.0)
+    p.add_argument("--inprocess-requests", type=int, default=120)
+    p.add_argument("--group", type=int, default=8, help="requests per in-process transaction")
+    p.add_argument("--server-flag", action="append", default=[],
+                   help="extra flag for `tooltrail serve` (repeat; e.g. --server-flag=--no-worker)")
+    p.add_argument("--json", help="also write the figures to this file")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of `tooltrail bench ingest`."""
+    args = parser().parse_args(argv)
+    report = asyncio.run(run(args))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            {"store": report.store, "shape": report.shape, "figures": report.figures},
+            indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
