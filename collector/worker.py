@@ -9,7 +9,6 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
 from types import TracebackType
 
 from sqlalchemy import Connection, Engine
@@ -102,7 +101,7 @@ class Worker:
                 active = scoring.active_expectations(conn)
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
-                self._score(conn, facts, {e.slug: e for e in active}, lambda f: active)
+                self._score(conn, facts, active)
                 scoring.release(conn, self.owner, owned, {f.id: f.change_seq for f in facts})
         except Exception:  # loop boundary: free the leases so the work is retried
             self.metrics.loop_errors.labels("score").inc()
@@ -140,41 +139,53 @@ class Worker:
             if selector is not None:
                 job_selector = parse_selector(selector)
                 facts = [f for f in facts if _selected(job_selector, f)]
-            self._score(conn, facts, current, lambda f: wanted)
-            scoring.release(conn, self.owner, leased)
+            failed = self._score(conn, facts, wanted)
+            # a job over every active expectation did all that settle-scoring would do
+            complete = {e.slug for e in wanted} == set(current)
+            scoring.release(
+                conn, self.owner, leased, {f.id: f.change_seq for f in facts} if complete else None
+            )
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
             else:
-                jobs.finish_chunk(conn, chunk, self.owner, done=len(ids), failed=0)
+                jobs.finish_chunk(conn, chunk, self.owner, done=len(ids) - failed, failed=failed)
         return max(len(ids), 1)
 
     def _score(
         self,
         conn: Connection,
         facts: list[scoring.ConversationFacts],
-        current: dict[str, scoring.ActiveExpectation],
-        candidates: Callable[[scoring.ConversationFacts], list[scoring.ActiveExpectation]],
-    ) -> None:
-        """Score each conversation against the candidate expectations whose selector picks it,
-        skipping (trajectory, version) pairs that already have a current result."""
+        wanted: list[scoring.ActiveExpectation],
+    ) -> int:
+        """Score each conversation against the wanted expectations whose selector picks it,
+        skipping (trajectory, version) pairs that already have a current result. Returns how
+        many conversations could not be scored (counted and logged, never retried forever)."""
         done = scoring.scored_keys(conn, [f.id for f in facts])
         todo = [
             (f, e)
             for f in facts
-            for e in candidates(f)
+            for e in wanted
             if (f.id, e.slug, e.version, f.change_seq) not in done
             and scoring.applies(e.expectation, f)
         ]
         if not todo:
-            return
+            return 0
         trajectories = scoring.trajectories(conn, sorted({f.id for f, _ in todo}))
         scored = []
+        failed: set[int] = set()
         for f, e in todo:
-            results = tuple(score(e.expectation, trajectories[f.id]))
+            try:
+                results = tuple(score(e.expectation, trajectories[f.id]))
+            except Exception:  # loop boundary: one bad trajectory must not stall the rest
+                self.metrics.loop_errors.labels("score").inc()
+                log.exception("scoring conversation %r against %s failed", f.key, e.slug)
+                failed.add(f.id)
+                continue
             scored.append(scoring.Scored(f, e, results))
             for result in results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scoring.store_results(conn, scored, time.time())
+        return len(failed)
 
 
 def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:
