@@ -127,7 +127,7 @@ def reconcile(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) ->
     executions = sorted(folded.calls, key=lambda c: (c.start_ns, c.span_id))
     groups = _request_groups(c for c in calls if not c.executed)
     group_of = {r.span_id: g for g in groups for r in g.requests}
-    paired = _pair(executions, [r for g in groups for r in g.requests])
+    paired = _pair(executions, [r for g in groups for r in g.requests]) if groups else {}
     assigned = {e: group_of[r.span_id] for e, r in paired.items()}
     _infer_groups(executions, assigned)
     answered = {r.span_id for r in paired.values()}

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
-from collector.extract.reconcile import call_from_row, reconcile
+from collector.extract.reconcile import reconcile
 from collector.model import ToolCall
 from collector.store.tables import (
     conversations,
@@ -205,7 +205,25 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
     )
     per_turn: dict[int, list[ToolCall]] = {}
     for r in rows:
-        per_turn.setdefault(r.turn_id, []).append(call_from_row(r._mapping))
+        per_turn.setdefault(r.turn_id, []).append(
+            ToolCall(
+                trace_id=r.trace_id,
+                span_id=r.span_id,
+                parent_span_id=r.parent_span_id,
+                name=r.name,
+                call_id=r.call_id,
+                arguments=r.arguments,
+                arguments_raw=r.arguments_raw,
+                result=r.result,
+                error=r.error,
+                status=r.status or "ok",
+                start_ns=r.start_ns or 0,
+                end_ns=r.end_ns or 0,
+                convention=r.convention or "",
+                step=r.step,
+                executed=bool(r.executed),
+            )
+        )
     by_turn = {
         turn: [
             Call(
