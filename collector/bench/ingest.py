@@ -31,7 +31,14 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
-from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
+from collector.bench.load import (
+    GrpcSender,
+    HttpSender,
+    Send,
+    Stats,
+    run_clients,
+    run_open_loop,
+)
 from collector.bench.serverproc import MemorySampler, ServerProcess, serve
 from collector.bench.traces import RequestFactory, Shape
 from collector.extract import ExtractOptions, extract
@@ -104,25 +111,30 @@ def generator_rate(shape: Shape, seconds: float = 1.0) -> float:
     return made * factory.span_count / (time.perf_counter() - started)
 
 
-def senders(server: ServerProcess, transport: str, clients: int) -> list[Any]:
+def senders(server: ServerProcess, transport: str, clients: int,
+            connections: int = 1) -> list[Any]:
     """`clients` senders of one transport ("grpc", "http" or "mixed")."""
     out: list[Any] = []
     for i in range(clients):
         kind = transport if transport != "mixed" else ("grpc" if i % 2 == 0 else "http")
         out.append(GrpcSender(server.grpc_endpoint) if kind == "grpc"
-                   else HttpSender(server.base_url))
+                   else HttpSender(server.base_url, connections=connections))
     return out
 
 
 async def drive(server: ServerProcess, transport: str, clients: int, factory: RequestFactory,
                 seconds: float, rate: float | None = None, max_requests: int = 1_000_000,
                 grace: float = 30.0) -> Stats:
-    """One phase of load; closes its connections after."""
-    group = senders(server, transport, clients)
+    """One phase of load: closed-loop clients, or an open loop at `rate` requests/s over
+    `clients` connections. Closes its connections after."""
+    group = senders(server, transport, clients, connections=1 if rate is None else 64)
     sends: list[Send] = list(group)
     try:
+        if rate is not None:
+            return await run_open_loop(sends, factory, rate=rate, seconds=seconds,
+                                       max_requests=max_requests, grace=grace)
         return await run_clients(sends, factory, seconds=seconds, max_requests=max_requests,
-                                 rate=rate, grace=grace)
+                                 grace=grace)
     finally:
         for sender in group:
             await sender.close()
@@ -347,7 +359,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sdk-threads", type=int, default=2)
     p.add_argument("--overload-seconds", type=float, default=15.0,
                    help="length of the 2× overload phase (0: skip)")
-    p.add_argument("--overload-clients", type=int, default=32)
+    p.add_argument("--overload-clients", type=int, default=8, help="connections (open loop)")
     p.add_argument("--settle-seconds", type=float, default=1.0)
     p.add_argument("--inprocess-requests", type=int, default=120)
     p.add_argument("--group", type=int, default=8, help="requests per in-process transaction")

@@ -128,11 +128,12 @@ def _grpc_retry_delay(exc: grpc.aio.AioRpcError) -> float:
 class HttpSender:
     """POSTs serialised requests to /v1/traces over one keep-alive connection."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, connections: int = 1) -> None:
         _check_loopback(httpx.URL(base_url).host)
         self.client = httpx.AsyncClient(
-            base_url=base_url, timeout=timeout,
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            base_url=base_url, timeout=httpx.Timeout(timeout, pool=None),
+            limits=httpx.Limits(max_connections=connections,
+                                max_keepalive_connections=connections),
         )
 
     async def __call__(self, body: bytes) -> None:
@@ -183,6 +184,59 @@ async def send_with_retries(
         stats.latencies.append(time.perf_counter() - started)
         return True
     return False
+
+
+async def run_open_loop(
+    senders: list[Send],
+    factory: RequestFactory,
+    *,
+    rate: float,
+    seconds: float,
+    max_requests: int = 1_000_000,
+    max_inflight: int = 512,
+    grace: float = 60.0,
+    conversation_every: int = 4,
+) -> Stats:
+    """Offer `rate` requests/s for `seconds` whatever the answers (open loop): each request is
+    its own task (at most `max_inflight` at once), spread over `senders`, retried on retryable
+    answers until `grace` seconds after the end."""
+    stats = Stats()
+    stats.started = time.perf_counter()
+    stop_at = time.monotonic() + seconds
+    hard_deadline = stop_at + grace
+    slots = asyncio.Semaphore(max_inflight)
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def one(send: Send, body: bytes, marker: bytes, group: int) -> None:
+        try:
+            if await send_with_retries(send, body, stats, hard_deadline):
+                stats.acked_requests += 1
+                stats.acked_spans += factory.span_count
+                stats.acked_markers.append(marker)
+                stats.last_group, stats.last_ack = group, time.perf_counter()
+        finally:
+            slots.release()
+
+    interval = 1.0 / rate
+    next_at = time.monotonic()
+    n = 0
+    group = 0
+    while time.monotonic() < stop_at and n < max_requests:
+        await slots.acquire()
+        if n % conversation_every == 0:
+            group = n
+        body, marker = factory.make(group)
+        stats.sent += 1
+        task = asyncio.create_task(one(senders[n % len(senders)], body, marker, group))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        n += 1
+        next_at += interval
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    if tasks:
+        await asyncio.gather(*tasks)
+    stats.finished = time.perf_counter()
+    return stats
 
 
 async def run_clients(
