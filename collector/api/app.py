@@ -22,7 +22,7 @@ from collector.metrics import Metrics
 from collector.receivers import http as http_receiver
 from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
-from collector.store.db import make_engine
+from collector.store.db import WalCheckpointer, make_engine
 from collector.store.persist import prepare
 from collector.store.writer import Writer
 from collector.worker import Worker
@@ -33,7 +33,8 @@ log = logging.getLogger(__name__)
 def create_app(settings: Settings) -> FastAPI:
     """The FastAPI app; its lifespan runs the writer, the gRPC receiver and maybe a worker."""
     metrics = Metrics()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, background_checkpoint=True)
+    checkpointer = WalCheckpointer(settings.database_url)
     metrics.registry.register(ExpectationGauges(engine))
     read_engine = make_engine(settings.database_url, read_only=True)
     writer = Writer(
@@ -80,6 +81,7 @@ def create_app(settings: Settings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            await stack.enter_async_context(checkpointer)
             await stack.enter_async_context(writer)
             await stack.enter_async_context(offload)
             await stack.enter_async_context(grpc_receiver)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -10,18 +14,24 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
 
-def make_engine(url: str, *, pool_size: int = 5, read_only: bool = False) -> Engine:
+def make_engine(
+    url: str, *, pool_size: int = 5, read_only: bool = False, background_checkpoint: bool = False
+) -> Engine:
     """An engine for `url`.
 
     SQLite is tuned for one writer and many readers: WAL (readers never block the writer nor
     the writer them), `synchronous=NORMAL` (a commit survives a process crash; WAL is synced at
     checkpoints), a busy timeout, foreign keys on. A `read_only` engine is the separate read
     path of the REST API (`query_only`, its own connections), so reads never wait for the
-    writer's connection and cannot write by mistake.
+    writer's connection and cannot write by mistake. With `background_checkpoint`, commits
+    never run a WAL checkpoint (and its fsync) themselves: a `WalCheckpointer` must run.
     """
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -35,12 +45,56 @@ def make_engine(url: str, *, pool_size: int = 5, read_only: bool = False) -> Eng
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA temp_store=MEMORY")
             cursor.execute("PRAGMA cache_size=-16000")  # 16 MB per connection
+            cursor.execute(f"PRAGMA journal_size_limit={64 * 1024 * 1024}")
             if read_only:
                 cursor.execute("PRAGMA query_only=ON")
+            if background_checkpoint:
+                cursor.execute("PRAGMA wal_autocheckpoint=0")
             cursor.close()
 
         return engine
     return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+class WalCheckpointer:
+    """Checkpoints a SQLite WAL every `interval` seconds from its own connection, so that the
+    writer's commits only append to the WAL (a no-op for other stores; safe if never started).
+    A checkpoint is PASSIVE: it never waits for readers or the writer."""
+
+    def __init__(self, url: str, interval: float = 0.5) -> None:
+        self.path = make_url(url).database if url.startswith("sqlite") else None
+        self.interval = interval
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> WalCheckpointer:
+        if self.path and self.path != ":memory:":
+            self._task = asyncio.create_task(self._run(self.path), name="tooltrail-checkpoint")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+            if self.path:
+                await asyncio.to_thread(_checkpoint, self.path, "TRUNCATE")
+
+    async def _run(self, path: str) -> None:
+        while True:
+            await asyncio.sleep(self.interval)
+            try:
+                await asyncio.to_thread(_checkpoint, path, "PASSIVE")
+            except sqlite3.Error as exc:  # loop boundary: the next round tries again
+                log.warning("WAL checkpoint failed: %s", exc)
+
+
+def _checkpoint(path: str, mode: str) -> None:
+    conn = sqlite3.connect(path, timeout=5)
+    try:
+        conn.execute(f"PRAGMA wal_checkpoint({mode})")
+    finally:
+        conn.close()
 
 
 def alembic_config(url: str) -> Config:
