@@ -21,7 +21,11 @@ CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
 # Traceloop's OpenAI Agents instrumentation drops `group_id` and exports no conversation id at
 # all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.
-NO_CONVERSATION_ID = {"openai_agents_traceloop"}
+# Semantic Kernel exports no conversation id either (its thread id never reaches a span).
+NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
+# Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
+# to spans: its chat spans carry no requested calls, so only the executions are in the trace.
+NO_REQUESTS_IN_SPANS = {"semantic_kernel"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
@@ -98,6 +102,7 @@ def test_each_turn_has_one_request_row_per_model_call(name: str) -> None:
     request, expected = load(name)
     batch = extract(request)
     requests = [c for c in batch.calls if not c.executed]
-    assert len(requests) == sum(len(t["calls"]) for t in expected["turns"])
+    wanted = 0 if name in NO_REQUESTS_IN_SPANS else sum(len(t["calls"]) for t in expected["turns"])
+    assert len(requests) == wanted
     assert all("#" in r.span_id and r.parent_span_id == r.span_id.split("#")[0]
                for r in requests)
