@@ -46,7 +46,7 @@ class Settings(BaseSettings):
         64 * MIB, gt=0, description="largest OTLP request accepted, after decompression"
     )
     max_queue_bytes: int = Field(
-        64 * MIB, gt=0,
+        32 * MIB, gt=0,
         description="bytes of requests admitted and not yet answered; above it, ingest answers "
         "a retryable overload (503 / UNAVAILABLE)",
     )

@@ -306,8 +306,7 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
     report.add("best acknowledged+committed (spans/s)", best)
     limit = report.figures["in-process limit (spans/s)"]
     report.add("ratio to in-process limit", best / limit if limit else 0.0)
-    report.add("peak RSS at full load, server / with workers (MB)",
-               f"{sampler.peak_main / MB:.0f} / {sampler.peak_total / MB:.0f}")
+    report.add("peak memory at full load (MB)", memory(sampler))
 
     factory = RequestFactory(shape)
     rate = best / 2 / factory.span_count
@@ -338,9 +337,14 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
                    f"{stats.refused} / {stats.transport_errors}")
         report.add("overload: acknowledged missing from store",
                    missing_acknowledged(engine, factory, stats))
-        report.add("overload: peak RSS server / with workers (MB)",
-                   f"{sampler.peak_main / MB:.0f} / {sampler.peak_total / MB:.0f}")
+        report.add("overload: peak memory (MB)", memory(sampler))
         report.add("overload: server alive", server.process.poll() is None)
+
+
+def memory(sampler: MemorySampler) -> str:
+    """Peak memory of the server as text: its own RSS, and RSS / PSS summed with its workers."""
+    return (f"server RSS {sampler.peak_main / MB:.0f}; with ingest workers RSS "
+            f"{sampler.peak_total / MB:.0f}, PSS {sampler.peak_pss / MB:.0f}")
 
 
 def parser() -> argparse.ArgumentParser:

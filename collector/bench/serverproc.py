@@ -29,6 +29,17 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def pss_bytes(pid: int) -> int:
+    """Proportional set size (shared pages split between their users; 0 if gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def children(pid: int) -> list[int]:
     """Direct children of `pid` (Linux /proc)."""
     found: list[int] = []
@@ -41,18 +52,20 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def tree_rss(pid: int) -> tuple[int, int]:
-    """(RSS of `pid`, RSS of `pid` and all its descendants)."""
+def tree_rss(pid: int) -> tuple[int, int, int]:
+    """(RSS of `pid`, RSS summed over `pid` and its descendants, PSS summed likewise)."""
     own = rss_bytes(pid)
     total = own
+    pss = pss_bytes(pid)
     stack = children(pid)
     seen = 0
     while stack and seen < 256:
         child = stack.pop()
         seen += 1
         total += rss_bytes(child)
+        pss += pss_bytes(child)
         stack += children(child)
-    return own, total
+    return own, total, pss
 
 
 @dataclass
@@ -63,6 +76,7 @@ class MemorySampler:
     interval: float = 0.1
     peak_main: int = 0
     peak_total: int = 0
+    peak_pss: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -74,13 +88,14 @@ class MemorySampler:
 
     def reset(self) -> None:
         """Forget the peaks so far."""
-        self.peak_main = self.peak_total = 0
+        self.peak_main = self.peak_total = self.peak_pss = 0
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            own, total = tree_rss(self.pid)
+            own, total, pss = tree_rss(self.pid)
             self.peak_main = max(self.peak_main, own)
             self.peak_total = max(self.peak_total, total)
+            self.peak_pss = max(self.peak_pss, pss)
             self._stop.wait(self.interval)
 
     def stop(self) -> None:
