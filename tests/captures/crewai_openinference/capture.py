@@ -1,0 +1,181 @@
+"""Capture: CrewAI + OpenInference (openinference-instrumentation-crewai), offline, with a fake LLM.
+
+The model is a `crewai.llms.base_llm.BaseLLM` subclass that reports native function calling
+and returns scripted OpenAI-style tool calls (`[{"id", "type": "function", "function": {...}}]`)
+when CrewAI passes tools, else the scripted text. CrewAI's real agent executor runs the tools
+(parallel native calls in its thread pool) and the real instrumentation (default wrapper mode,
+`CrewAIInstrumentor().instrument()`) traces Crew.kickoff, Task._execute_core and Tool.run.
+The instrumentation has no LLM spans of its own (that is the LiteLLM/OpenAI instrumentors' job,
+and the fake LLM calls neither), so no requested calls are in the spans.
+
+Conversation: `openinference.instrumentation.using_session(CONV_ID)` around each kickoff (the
+OpenInference way; CrewAI has no conversation id of its own). Turn = one `crew.kickoff(...)`.
+CrewAI's own anonymous telemetry and its tracing are switched off (no network).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import _common  # noqa: E402
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("CREWAI_DISABLE_TRACKING", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+os.environ.setdefault("CREWAI_STORAGE_DIR", "/tmp/tooltrail-crewai-capture")
+
+OUT = Path(os.environ.get("CAPTURE_OUT", HERE))
+SERVICE = os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-crewai")
+provider, exporter = _common.setup_tracing(SERVICE)
+
+from openinference.instrumentation import using_session  # noqa: E402
+from openinference.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
+
+CrewAIInstrumentor().instrument(tracer_provider=provider)
+
+from crewai import Agent, Crew, Process, Task  # noqa: E402
+from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.tools import tool  # noqa: E402
+
+CONV_ID = "conv-crewai-0001"
+
+
+@tool("get_weather")
+def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    time.sleep(0.02)  # parallel calls run in CrewAI's thread pool: make them overlap
+    return json.dumps({"city": city, "temp_c": {"Paris": 18, "London": 14, "Berlin": 11}.get(city, 20)})
+
+
+@tool("get_time")
+def get_time(city: str) -> str:
+    """Local time in a city."""
+    return f"12:00 in {city}"
+
+
+@tool("convert_currency")
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Convert money between currencies."""
+    raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
+
+
+def call(name, args, cid):
+    return ("tool", name, args, cid)
+
+
+def text(t):
+    return ("text", t)
+
+
+TURNS = [
+    (
+        "What's the weather in Paris and London, and what time is it in Paris?",
+        [
+            [call("get_weather", {"city": "Paris"}, "call_w_paris"), call("get_weather", {"city": "London"}, "call_w_london")],
+            [call("get_time", {"city": "Paris"}, "call_t_paris")],
+            [text("Paris 18C, London 14C; it is 12:00 in Paris.")],
+        ],
+    ),
+    (
+        "Convert 100 EUR to USD, and tell me the weather in Berlin.",
+        [
+            [call("convert_currency", {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}, "call_fx")],
+            [call("get_weather", {"city": "Berlin"}, "call_w_berlin")],
+            [text("The FX service failed; Berlin is 11C.")],
+        ],
+    ),
+    ("Thanks, that's all!", [[text("You're welcome!")]]),
+]
+SCRIPT = [r for _, rs in TURNS for r in rs]
+STATE = {"n": 0, "tools_seen": []}
+
+
+class ScriptedLLM(BaseLLM):
+    """A CrewAI LLM that answers with the scripted responses, in order (no network)."""
+
+    def call(self, messages, tools=None, callbacks=None, available_functions=None,
+             from_task=None, from_agent=None, response_model=None) -> Any:
+        blocks = SCRIPT[STATE["n"]]
+        STATE["n"] += 1
+        STATE["tools_seen"].append(bool(tools))
+        if blocks[0][0] == "tool":
+            return [
+                {"id": b[3], "type": "function",
+                 "function": {"name": b[1], "arguments": json.dumps(b[2])}}
+                for b in blocks
+            ]
+        return blocks[0][1]
+
+    def supports_function_calling(self) -> bool:
+        return True
+
+    def supports_stop_words(self) -> bool:
+        return False
+
+    def get_context_window_size(self) -> int:
+        return 128000
+
+
+llm = ScriptedLLM(model="scripted-model")
+assistant = Agent(
+    role="travel_assistant",
+    goal="Help with travel questions. Use tools.",
+    backstory="A travel assistant.",
+    llm=llm,
+    tools=[get_weather, get_time, convert_currency],
+    allow_delegation=False,
+    verbose=False,
+    max_iter=10,
+)
+task = Task(
+    name="answer",
+    description="Answer the user: {question}",
+    expected_output="A short answer.",
+    agent=assistant,
+)
+crew = Crew(name="travel_crew", agents=[assistant], tasks=[task], process=Process.sequential,
+            verbose=False)
+
+for prompt, _ in TURNS:
+    with using_session(CONV_ID):
+        result = crew.kickoff(inputs={"question": prompt})
+    print("turn output:", str(result).strip())
+assert STATE["n"] == len(SCRIPT), (STATE["n"], len(SCRIPT))
+provider.force_flush()
+
+expected = {
+    "framework": "crewai",
+    "library_versions": _common.versions("crewai", "openinference-instrumentation-crewai", "opentelemetry-sdk"),
+    "conversation_id": CONV_ID,
+    # The model's call ids below never reach a span: tool spans carry none and there is no LLM span.
+    "call_ids_in_spans": False,
+    "turns": [
+        {"calls": [
+            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
+            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
+            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
+        ]},
+        {"calls": [
+            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
+             "error": True, "step": 0, "call_id": "call_fx"},
+            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
+        ]},
+        {"calls": []},
+    ],
+    "notes": (
+        "crewai.llms.base_llm.BaseLLM subclass with native function calling returning scripted OpenAI-style "
+        "tool calls. One Crew (one agent, one task '{question}'), turn = one crew.kickoff(...). Conversation "
+        "id via openinference using_session. Turn 1 step 0 = two tool calls in one response (CrewAI runs "
+        "them in a thread pool). convert_currency raises; CrewAI returns the error to the model as the tool "
+        "result and the turn continues. The model's call ids never reach a span (no LLM spans)."
+    ),
+}
+_common.write_otlp(OUT, exporter.get_finished_spans())
+_common.write_expected(OUT, expected)
+print("spans:", len(exporter.get_finished_spans()), "tools passed to llm:", STATE["tools_seen"])
