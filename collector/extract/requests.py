@@ -1,7 +1,9 @@
 """Tool calls a model *requested*, read from its LLM span (CONVENTIONS.md, "Each call once").
 
 Sources, first that yields calls wins: GenAI `gen_ai.output.messages` `tool_call` parts (attribute
-or operation-details event); OpenInference `llm.output_messages.{i}.message.tool_calls.{j}.*`;
+or operation-details event); OpenInference `llm.output_messages.{i}.message.tool_calls.{j}.*`, else
+an OpenInference LLM span's `output.value` holding OpenAI-style tool calls (CrewAI's event-listener
+mode puts the model's answer there as a list `[{"id", "type": "function", "function": {...}}]`);
 older `gen_ai.completion.{i}.tool_calls.{j}.*` (OpenLLMetry); Vercel `ai.response.toolCalls`;
 `gen_ai.choice` events (Strands `toolUse` blocks, pre-1.37 semconv `tool_calls`); ADK's legacy
 `gcp.vertex.agent.llm_response` `function_call` parts. Only LLM spans are read: agent and
@@ -108,6 +110,28 @@ def from_openinference(span: SpanView) -> list[Requested]:
     return _flattened(span, ("llm.output_messages.",), OPENINFERENCE, names)
 
 
+def from_openinference_output(span: SpanView) -> list[Requested]:
+    """OpenAI-style tool calls in an OpenInference LLM span's `output.value`: a list of them, an
+    assistant message with `tool_calls`, or a chat completion's `choices[i].message.tool_calls`."""
+    if span.attributes.get("openinference.span.kind") != "LLM":
+        return []
+    value, _ = decode(span.attributes.get("output.value"))
+    calls: list[Any] = []
+    if isinstance(value, dict):
+        choices = value.get("choices")
+        messages = (
+            [c.get("message") for c in choices if isinstance(c, dict)]
+            if isinstance(choices, list) else [value]
+        )
+        for message in messages:
+            found = message.get("tool_calls") if isinstance(message, dict) else None
+            calls.extend(found if isinstance(found, list) else [])
+    elif isinstance(value, list):
+        calls = value
+    functions = [c for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict)]
+    return [r for r in _openai_tool_calls(functions) if r.name]
+
+
 def from_completions(span: SpanView) -> list[Requested]:
     return _flattened(span, ("gen_ai.completion", "llm.completion"), COMPLETION, {})
 
@@ -154,6 +178,7 @@ def from_adk_response(span: SpanView) -> list[Requested]:
 SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
     ("genai", from_output_messages),
     ("openinference", from_openinference),
+    ("openinference.output", from_openinference_output),
     ("traceloop", from_completions),
     ("vercel", from_vercel),
     ("genai.events", from_choice_events),

@@ -438,3 +438,35 @@ def test_langgraph_tools_node_gives_call_id_and_uncollapsed_arguments() -> None:
           error="RuntimeError('boom')"),
     )))
     assert (c.call_id, c.arguments, c.status) == ("call_w", {"city": "Paris"}, "error")
+
+
+@pytest.mark.parametrize("output", [
+    # CrewAI + OpenInference event-listener mode: the model's answer as a list of tool calls
+    [{"id": "c1", "type": "function", "function": {"name": "w", "arguments": '{"city": "A"}'}}],
+    # an assistant message, and a chat completion, carrying `tool_calls`
+    {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "w", "arguments": {"city": "A"}}}]},
+    {"choices": [{"message": {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function",
+         "function": {"name": "w", "arguments": '{"city": "A"}'}}]}}]},
+])
+def test_openinference_llm_output_value_tool_calls_are_requests(output: Any) -> None:
+    agent = S("crew.kickoff", {"openinference.span.kind": "AGENT"}, id=1, end=100)
+    llm = S("m.llm_call", {"openinference.span.kind": "LLM", "output.value": json.dumps(output)},
+            id=2, parent=1, start=1, end=5)
+    executed = S("w.run", {"openinference.span.kind": "TOOL", "tool.name": "w",
+                           "input.value": '{"city": "A"}'}, id=3, parent=1, start=6, end=9)
+    (request_row,) = [c for c in extract(request(agent, llm)).calls]
+    row = (request_row.name, request_row.call_id, request_row.arguments, request_row.convention)
+    assert row == ("w", "c1", {"city": "A"}, "openinference.output.request")
+    c = one(extract(request(agent, llm, executed)))  # no id on the tool span: paired by arguments
+    assert (c.call_id, c.executed, c.step) == ("c1", True, 0)
+
+
+def test_openinference_llm_output_value_that_is_no_tool_call_requests_nothing() -> None:
+    for output in ("plain text answer", [{"role": "assistant", "content": "hi"}],
+                   [{"name": "w", "arguments": "{}"}]):  # no `function` object: not a tool call
+        llm = S("m.llm_call", {"openinference.span.kind": "LLM",
+                               "output.value": output if isinstance(output, str)
+                               else json.dumps(output)}, id=2, start=1, end=5)
+        assert extract(request(llm)).calls == ()

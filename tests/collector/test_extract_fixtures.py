@@ -25,7 +25,8 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
-# CrewAI under OpenInference has no LLM spans at all (that is the LiteLLM/OpenAI instrumentors' job).
+# CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
+# job).
 NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and

@@ -37,10 +37,13 @@ provider, exporter = _common.setup_tracing(SERVICE)
 from openinference.instrumentation import using_session  # noqa: E402
 from openinference.instrumentation.crewai import CrewAIInstrumentor  # noqa: E402
 
-CrewAIInstrumentor().instrument(tracer_provider=provider)
+# ../crewai_openinference_events reruns this script with the instrumentation's event-listener mode.
+EVENT_LISTENER = os.environ.get("CAPTURE_CREWAI_EVENT_LISTENER") == "1"
+CrewAIInstrumentor().instrument(tracer_provider=provider, use_event_listener=EVENT_LISTENER)
 
 from crewai import Agent, Crew, Process, Task  # noqa: E402
-from crewai.llms.base_llm import BaseLLM  # noqa: E402
+from crewai.llms.base_llm import BaseLLM, llm_call_context  # noqa: E402
+from crewai.events.types.llm_events import LLMCallType  # noqa: E402
 from crewai.tools import tool  # noqa: E402
 
 CONV_ID = "conv-crewai-0001"
@@ -104,13 +107,25 @@ class ScriptedLLM(BaseLLM):
         blocks = SCRIPT[STATE["n"]]
         STATE["n"] += 1
         STATE["tools_seen"].append(bool(tools))
-        if blocks[0][0] == "tool":
-            return [
-                {"id": b[3], "type": "function",
-                 "function": {"name": b[1], "arguments": json.dumps(b[2])}}
-                for b in blocks
-            ]
-        return blocks[0][1]
+        with llm_call_context():  # the LLM events CrewAI's own providers emit
+            self._emit_call_started_event(
+                messages=messages, tools=tools, callbacks=callbacks,
+                available_functions=available_functions, from_task=from_task, from_agent=from_agent,
+            )
+            if blocks[0][0] == "tool":
+                answer: Any = [
+                    {"id": b[3], "type": "function",
+                     "function": {"name": b[1], "arguments": json.dumps(b[2])}}
+                    for b in blocks
+                ]
+                call_type = LLMCallType.TOOL_CALL
+            else:
+                answer, call_type = blocks[0][1], LLMCallType.LLM_CALL
+            self._emit_call_completed_event(
+                response=answer, call_type=call_type, from_task=from_task, from_agent=from_agent,
+                messages=messages,
+            )
+            return answer
 
     def supports_function_calling(self) -> bool:
         return True
@@ -151,10 +166,12 @@ provider.force_flush()
 
 expected = {
     "framework": "crewai",
+    "instrumentation_mode": "event_listener" if EVENT_LISTENER else "wrappers",
     "library_versions": _common.versions("crewai", "openinference-instrumentation-crewai", "opentelemetry-sdk"),
     "conversation_id": CONV_ID,
-    # The model's call ids below never reach a span: tool spans carry none and there is no LLM span.
-    "call_ids_in_spans": False,
+    # Wrapper mode: the model's call ids never reach a span (tool spans carry none, no LLM span).
+    # Event-listener mode: they are in the LLM spans' `output.value`.
+    "call_ids_in_spans": EVENT_LISTENER,
     "turns": [
         {"calls": [
             {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
