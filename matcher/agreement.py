@@ -17,7 +17,7 @@ from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .values import ABSENT_TEST, LITERAL_TEST, canon_scalar
 
-_SMALL = 64  # up to this many cells, plain Python is faster than numpy
+SMALL = 64  # up to this many cells, plain Python is faster than numpy
 
 
 def share_matrix(
@@ -79,7 +79,7 @@ def best_agreement(
     """The optimal assignment of rows to columns by agreement: (total, pairs)."""
     if not rows or not col_args:
         return 0.0, []
-    if len(rows) * len(col_args) <= _SMALL:
+    if len(rows) * len(col_args) <= SMALL:
         small = [[(e.weight if weighted else 1.0) * _share(e, a) for a in col_args] for e in rows]
         pairs = optimal_assignment(small)
         return sum(small[i][j] for i, j in pairs), pairs
@@ -107,7 +107,7 @@ def best_total(
     base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
     if not free_rows or not col_args:
         return float(base)
-    if len(rows) * len(col_args) <= _SMALL:
+    if len(rows) * len(col_args) <= SMALL:
         return best_agreement(rows, col_args)[0]
     used = {c for c in paired if c >= 0}
     free_cols = [a for j, a in enumerate(col_args) if j not in used]

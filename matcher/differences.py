@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import explain
-from .agreement import best_agreement
+from .agreement import SMALL, best_agreement
+from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .explain import Frame
 from .result import Difference
+from .shares import Shares
 from .types import Call
 
 
@@ -22,12 +24,14 @@ class Differences:
         frame: Frame,
         by_name: dict[str, list[int]],
         adj: list[list[int]],
+        shares: Shares,
     ) -> None:
         self.calls = calls
         self.expected = expected
         self.frame = frame
         self.by_name = by_name
         self.adj = adj
+        self.shares = shares
         self.diffs: list[Difference] = []
         self.referenced: set[int] = set()
 
@@ -45,9 +49,7 @@ class Differences:
             free = [a for a in same if a not in used and a not in self.referenced]
             paired: dict[int, int] = {}
             if free:
-                row_calls = [self.expected[j] for j in rows]
-                free_args = [self.calls[a].arguments for a in free]
-                for i, k in best_agreement(row_calls, free_args, weighted=False)[1]:
+                for i, k in self._agreement([self.expected[j] for j in rows], free):
                     paired[rows[i]] = free[k]
             n_expected = sum(1 for e in self.expected if e.name == name)  # failures only
             for j in rows:
@@ -61,6 +63,12 @@ class Differences:
                 else:
                     self.referenced.add(a)  # type: ignore[arg-type]
                     self.diffs.append(d)
+
+    def _agreement(self, rows: list[ExpectedCall], free: list[int]) -> list[tuple[int, int]]:
+        """Rows paired with free calls by the optimal assignment of (unweighted) shares."""
+        if len(rows) * len(free) <= SMALL:
+            return optimal_assignment(self.shares.matrix(rows, free, weighted=False))
+        return best_agreement(rows, [self.calls[a].arguments for a in free], weighted=False)[1]
 
     def pairing_diffs(self, match_l: Sequence[int], *, unordered: bool) -> None:
         """`unordered` / `superset`: expected calls left out of the maximum matching."""

@@ -91,6 +91,18 @@ class ExpectedCall:
         return out
 
 
+def exact_values(rows: list[ExpectedCall]) -> bool:
+    """True when every weight × share of these rows, and every sum of them, is exact:
+    key counts are powers of two and weights multiples of 1/1024 below 2**16."""
+    for e in rows:
+        listed = e.listed
+        n = len(listed.entries) if listed is not None else 1
+        w = float(e.weight)
+        if n & (n - 1) or n > 1024 or w > 2**16 or not (w * 1024).is_integer():
+            return False
+    return True
+
+
 def error_text(call: Call) -> str:
     """The error message of a call ("" when it has none)."""
     return call.error if isinstance(call.error, str) else ""
@@ -124,9 +136,11 @@ class Plan:
             key = json.dumps([e.mode, body], sort_keys=True, default=str)
             dup_of.append(first.setdefault(key, j))
         self.dup_of = tuple(dup_of)
-        # argument_score: per tool name, the calls listing keys and their weight.
+        # argument_score: per tool name, the calls listing keys, their weight, and
+        # whether their weighted shares add up exactly (see `shares.exact_values`).
         self.listed = tuple(
-            (name, tuple(rows), float(sum(e.weight for e in rows))) for name, rows in listed.items()
+            (name, tuple(rows), float(sum(e.weight for e in rows)), exact_values(rows))
+            for name, rows in listed.items()
         )
 
 

@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import explain
-from .agreement import best_total
+from .agreement import SMALL, best_total
 from .assign import in_order_greedy, lcs_chain, max_matching
 from .differences import Differences, diff_order
 from .expected import ORDERED_MODES, ExpectedCall, Plan
 from .explain import Frame
 from .result import Difference
+from .shares import Shares, certified_total, small_total
 from .types import Call, name_index
 from .values import canon_scalar
 
@@ -125,10 +126,11 @@ def evaluate(
             paired_weight += weights[j]
     unit.paired_actual = paired_actual
     unit.paired_weight = paired_weight
+    shares = Shares(calls)
     if n or m:
-        unit.diffs = _differences(Differences(calls, expected, frame, by_name, adj), mode,
-                                  chain, blocks, match_l, path)  # fmt: skip
-    _argument_score(unit, calls, plan, by_name, match_l)
+        ctx = Differences(calls, expected, frame, by_name, adj, shares)
+        unit.diffs = _differences(ctx, mode, chain, blocks, match_l, path)
+    _argument_score(unit, calls, plan, by_name, match_l, shares)
     _tools(unit, plan, by_name, match_l)
     return unit
 
@@ -164,18 +166,24 @@ def _argument_score(
     plan: Plan,
     by_name: dict[str, list[int]],
     match_l: Sequence[int],
+    shares: Shares,
 ) -> None:
     """Optimal assignment of argument agreement within each tool name."""
-    for name, rows, den in plan.listed:
+    for name, rows, den, exact in plan.listed:
         unit.arg_den += den
         if all(match_l[e.index] >= 0 for e in rows):
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
             continue
         cols = by_name.get(name)
-        if cols:
-            position = {a: k for k, a in enumerate(cols)}
-            paired = [position.get(match_l[e.index], -1) for e in rows]
+        if not cols:
+            continue
+        position = {a: k for k, a in enumerate(cols)}
+        paired = [position.get(match_l[e.index], -1) for e in rows]
+        if len(rows) * len(cols) > SMALL:
             unit.arg_num += best_total(rows, [calls[a].arguments for a in cols], paired)
+            continue
+        total = certified_total(rows, cols, paired, shares) if exact else None
+        unit.arg_num += small_total(rows, cols, shares) if total is None else total
 
 
 def _tools(unit: Unit, plan: Plan, by_name: dict[str, list[int]], match_l: Sequence[int]) -> None:

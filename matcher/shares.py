@@ -1,0 +1,95 @@
+"""Argument shares of one evaluation, each computed once, and a cheap proof of optimality.
+
+`argument_score` needs the optimal assignment of a tool's expected calls to its actual
+calls. When most expected calls are compatibly paired (a typical failure: one call
+missing, one argument wrong), the optimum is usually "keep the compatible pairs, assign
+the rest among the leftover calls". `certified_total` proves that with an LP dual
+certificate computed from the unpaired rows alone, so the full share matrix and the
+cubic assignment are skipped. It is used only for exact (dyadic) shares and weights,
+where every optimal assignment sums to the same float whatever its order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .assign import optimal_assignment
+from .expected import ExpectedCall
+from .types import Call
+
+
+class Shares:
+    """The share of an expected call's listed keys an actual call meets, memoised."""
+
+    __slots__ = ("calls", "memo")
+
+    def __init__(self, calls: Sequence[Call]) -> None:
+        self.calls = calls
+        self.memo: dict[tuple[int, int], float] = {}
+
+    def get(self, e: ExpectedCall, a: int) -> float:
+        """`e.listed.key_share(calls[a].arguments)` (0.0 when `e` lists no keys)."""
+        key = (e.index, a)
+        s = self.memo.get(key)
+        if s is None:
+            listed = e.listed
+            s = listed.key_share(self.calls[a].arguments) if listed is not None else 0.0
+            self.memo[key] = s
+        return s
+
+    def matrix(
+        self, rows: Sequence[ExpectedCall], cols: Sequence[int], *, weighted: bool = True
+    ) -> list[list[float]]:
+        """[i][k]: (weight of row i ×) its share on actual call cols[k]."""
+        get = self.get
+        return [[(e.weight if weighted else 1.0) * get(e, a) for a in cols] for e in rows]
+
+
+def small_total(rows: Sequence[ExpectedCall], cols: Sequence[int], shares: Shares) -> float:
+    """The optimal assignment's Σ weight × share (as `agreement.best_agreement`)."""
+    m = shares.matrix(rows, cols)
+    return sum(m[i][j] for i, j in optimal_assignment(m))
+
+
+def certified_total(
+    rows: Sequence[ExpectedCall], cols: Sequence[int], paired: Sequence[int], shares: Shares
+) -> float | None:
+    """The optimal Σ weight × share when keeping the paired rows on their columns is
+    provably optimal, else None. Exact (dyadic) values only.
+
+    `paired[i]`: the position in `cols` row i is compatibly paired with (-1: none); such
+    a pair scores the row's full weight. Primal: paired rows on their columns, free rows
+    optimally on the free columns (value V). Dual (u_i + v_j ≥ value_ij, u, v ≥ 0):
+    free rows and free columns take a dual of the small problem whose sum is V; paired
+    row p takes w_p − δ and its column δ, δ the largest excess of a free row on a paired
+    column. Feasible with sum base + V ⇒ optimal.
+    """
+    free = [i for i, c in enumerate(paired) if c < 0]
+    used = {c for c in paired if c >= 0}
+    if not used:
+        return None
+    free_cols = [k for k in range(len(cols)) if k not in used]
+    val = {i: shares.matrix([rows[i]], cols)[0] for i in free}
+    sub = [[val[i][k] for k in free_cols] for i in free]
+    value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if free_cols else 0.0
+    min_paired = min(rows[i].weight for i, c in enumerate(paired) if c >= 0)
+    row_u = [max([0.0, *row]) for row in sub]
+    col_v = [max([0.0, *(row[k] for row in sub)]) for k in range(len(free_cols))]
+    for u, v in ((row_u, [0.0] * len(free_cols)), ([0.0] * len(free), col_v)):
+        if sum(u) + sum(v) != value:
+            continue
+        delta = max(
+            [0.0, *(val[i][k] - u[f] for f, i in enumerate(free) for k in used)]
+        )
+        if delta > min_paired:
+            continue
+        if all(
+            e.weight - delta + v[q] >= e.weight * shares.get(e, cols[k])
+            for q, k in enumerate(free_cols)
+            if delta > v[q]
+            for e, c in zip(rows, paired, strict=True)
+            if c >= 0
+        ):
+            base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
+            return base + value
+    return None
