@@ -38,7 +38,8 @@ class Frame:
 
 def plural(n: float, word: str) -> str:
     """`1 call`, `2 calls`."""
-    return f"{show(n)} {word}" + ("" if n == 1 else "s")
+    text = str(n) if type(n) is int else show(n)  # what `show` gives an int, cheaper
+    return f"{text} {word}" + ("" if n == 1 else "s")
 
 
 def brief(call: Call) -> dict[str, Any]:

@@ -78,9 +78,7 @@ def certified_total(
     for u, v in ((row_u, [0.0] * len(free_cols)), ([0.0] * len(free), col_v)):
         if sum(u) + sum(v) != value:
             continue
-        delta = max(
-            [0.0, *(val[i][k] - u[f] for f, i in enumerate(free) for k in used)]
-        )
+        delta = max([0.0, *(val[i][k] - u[f] for f, i in enumerate(free) for k in used)])
         if delta > min_paired:
             continue
         if all(

@@ -81,11 +81,12 @@ class Spec:
 class Literal(Spec):
     """A JSON value matched by JSON equality (`explicit` when written `$literal`)."""
 
-    __slots__ = ("explicit", "value")
+    __slots__ = ("_describe", "explicit", "value")
 
     def __init__(self, value: Any, explicit: bool = False) -> None:
         self.value = value
         self.explicit = explicit
+        self._describe: str | None = None
         if isinstance(value, bool):
             self.matches = lambda v: v is value
         elif isinstance(value, NUMBER):
@@ -103,7 +104,9 @@ class Literal(Spec):
         return {"$literal": self.value} if self.explicit else self.value
 
     def describe(self) -> str:
-        return show(self.value)
+        if self._describe is None:  # computed once: sentences of failures reuse it
+            self._describe = show(self.value)
+        return self._describe
 
 
 class AnySpec(Spec):

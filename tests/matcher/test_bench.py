@@ -8,10 +8,7 @@ from matcher import bench, score
 
 
 def test_bench_main_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        bench.main(["--sizes", "10", "--seconds", "0.01", "--unordered-size", "50"])
-        == 0
-    )
+    assert bench.main(["--sizes", "10", "--seconds", "0.01", "--unordered-size", "50"]) == 0
     out = capsys.readouterr().out
     assert "evals/s" in out and "unordered" in out
     assert "passing" in out and "failing" in out  # one default run gives both rates
