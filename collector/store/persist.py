@@ -180,7 +180,8 @@ def ensure_conversations(
             "start_ns": i.start_ns,
             "end_ns": i.end_ns,
         }
-        for i in {i.conversation_key: i for i in infos}.values()
+        for i in sorted({i.conversation_key: i for i in infos}.values(),
+                        key=lambda i: i.conversation_key)
     ]
     found: dict[str, int] = {}
     for part in chunks(keys):
@@ -245,10 +246,10 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     touched: set[int] = set(conv_ids.values())
     orphans: set[int] = set()
 
-    new_turns = [
+    new_turns = [  # in key order, so that concurrent writers lock in the same order
         (conv_ids[i.conversation_key], i.turn_key, i.trace_id, i.start_ns, i.end_ns, i.key_rank,
          i.has_agent_root, orjson.dumps(sorted(i.agents)).decode())
-        for key, i in infos.items()
+        for key, i in sorted(infos.items())
         if key not in existing
     ]
     if new_turns:
@@ -278,6 +279,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
             }
         )
     if turn_updates:
+        turn_updates.sort(key=lambda u: u["b_id"])
         conn.execute(
             update(turns)
             .where(turns.c.id == bindparam("b_id"))
@@ -292,6 +294,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
             turn_updates,
         )
     if moved:
+        moved.sort(key=lambda u: u["b_id"])
         conn.execute(
             update(tool_calls)
             .where(tool_calls.c.turn_id == bindparam("b_id"))
@@ -390,6 +393,12 @@ def refresh_conversations(
     if not ids:
         return
     id_list = sorted(ids)
+    if conn.dialect.name == "postgresql":
+        # Lock the conversations (in id order) before counting: a concurrent writer's rows are
+        # then committed and seen by the counts below (each statement takes a new snapshot).
+        conn.exec_driver_sql(
+            "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (id_list,)
+        )
     stored: dict[int, tuple[dict[str, Any], str | None]] = {}
     turn_stats: dict[int, tuple[int, int, int]] = {}
     call_stats: dict[int, tuple[int, int]] = {}

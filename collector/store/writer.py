@@ -85,6 +85,7 @@ class Writer:
         max_group_spans: int = 50_000,
         errors_keep: int = 10_000,
         retry_after: float = 1.0,
+        concurrency: int | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -93,6 +94,10 @@ class Writer:
         self.max_group_spans = max_group_spans
         self.errors_keep = errors_keep
         self.retry_after = retry_after
+        # SQLite has one writer; PostgreSQL overlaps one group's round trips with the next's
+        # Python work (write_prepared locks conversations in id order, so groups can overlap)
+        sqlite = engine.dialect.name == "sqlite"
+        self.concurrency = 1 if sqlite else (concurrency or 2)
         self.admitted_bytes = 0
         self._down_until = 0.0
         self._down_reason = ""
@@ -173,7 +178,10 @@ class Writer:
     async def _run(self) -> None:
         assert self._queue is not None
         queue = self._queue
+        slots = asyncio.Semaphore(self.concurrency)
+        running: set[asyncio.Task[None]] = set()
         while True:
+            await slots.acquire()  # a free transaction first: the group then takes all queued
             first = await queue.get()
             got = 1
             items = [first] if first is not None else []
@@ -187,15 +195,23 @@ class Writer:
                     spans += item.batch.span_count
             errors = list(self._error_rows)
             self._error_rows.clear()
-            try:
-                await self._commit(items, errors)
-            except Exception:  # loop boundary: the writer must outlive any one group
-                self.metrics.loop_errors.labels("writer").inc()
-                log.exception("writer loop failed")
-                _settle(items, StoreUnavailable("write failed unexpectedly; retry"))
-            finally:
-                for _ in range(got):
-                    queue.task_done()
+            task = asyncio.create_task(self._group(items, errors, got, slots))
+            running.add(task)
+            task.add_done_callback(running.discard)
+
+    async def _group(self, items: list[_Item], errors: list[dict[str, Any]], got: int,
+                     slots: asyncio.Semaphore) -> None:
+        assert self._queue is not None
+        try:
+            await self._commit(items, errors)
+        except Exception:  # loop boundary: the writer must outlive any one group
+            self.metrics.loop_errors.labels("writer").inc()
+            log.exception("writer loop failed")
+            _settle(items, StoreUnavailable("write failed unexpectedly; retry"))
+        finally:
+            slots.release()
+            for _ in range(got):
+                self._queue.task_done()
 
     async def _commit(self, items: list[_Item], errors: list[dict[str, Any]]) -> None:
         if not items and not errors:
