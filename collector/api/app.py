@@ -23,7 +23,7 @@ from collector.receivers import http as http_receiver
 from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
 from collector.store.db import WalCheckpointer, make_engine
-from collector.store.persist import prepare
+from collector.store.rows import prepare
 from collector.store.writer import Writer
 from collector.worker import Worker
 
