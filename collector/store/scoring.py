@@ -10,6 +10,7 @@ from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from collector.extract.reconcile import reconcile
 from collector.model import ToolCall
+from collector.store.bulk import insert_rows
 from collector.store.tables import (
     conversations,
     expectations,
@@ -334,7 +335,6 @@ def store_results(conn: Connection, scored: Sequence[Scored], now: float) -> int
                 }
                 for name, pa, ta, pw, tw in c.tools
             )
-    conn.execute(results.insert(), rows)
-    if tool_rows:
-        conn.execute(result_tools.insert(), tool_rows)
+    insert_rows(conn, results, rows)
+    insert_rows(conn, result_tools, tool_rows)
     return len(rows)
