@@ -35,6 +35,9 @@ from collector.model import Batch, RejectedSpan
 log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input
 OVERLOAD_RECORD_SECONDS = 1.0  # refusals for overload are counted always, kept once a second
+# Admission counts memory, not wire bytes: while a request waits for its commit it holds its
+# body, its decoded rows (Python objects) and pickling buffers, about this many times its size.
+MEMORY_PER_BYTE = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +250,7 @@ class Ingest:
 
     def admit(self, size: int) -> Ticket:
         """Admit a body of about `size` bytes, before it is read; raises Overloaded."""
-        return self.sink.admit(size)
+        return self.sink.admit(size * MEMORY_PER_BYTE)
 
     def reject_request(self, transport: str, exc: Exception) -> None:
         """Count (always) and keep (bounded) a request that was refused as a whole."""
@@ -266,7 +269,7 @@ class Ingest:
         """Decode, extract, write and answer one request body (admitted with `ticket`)."""
         started = time.perf_counter()
         batch, size = await self.offload.run(body, media, encoding)
-        ticket.resize(size)
+        ticket.resize(size * MEMORY_PER_BYTE)
         errors = [
             error_row(transport, kind, s.reason, s)
             for kind, spans in (("rejected_span", batch.rejected),

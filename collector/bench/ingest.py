@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,9 +270,11 @@ async def run(args: argparse.Namespace) -> Report:
             limit_url, shape, args.inprocess_requests, args.group, args.seconds))
         report.add("generator (spans/s)", generator_rate(shape))
         migrate(url)
-        flags = ["--settle-seconds", str(args.settle_seconds),
-                 *args.server_flag]
-        with serve(url, *flags) as server:
+        flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
+        if args.worker != "embedded":
+            flags.append("--no-worker")
+        report.add("scoring worker", args.worker)
+        with serve(url, *flags) as server, scoring_worker(args, url):
             sampler = MemorySampler(server.process.pid).start()
             engine = make_engine(url)
             try:
@@ -279,6 +283,28 @@ async def run(args: argparse.Namespace) -> Report:
                 sampler.stop()
                 engine.dispose()
         return report
+
+
+@contextlib.contextmanager
+def scoring_worker(args: argparse.Namespace, url: str) -> Iterator[None]:
+    """A separate `tooltrail worker` process when asked for (`--worker process`)."""
+    if args.worker != "process":
+        yield
+        return
+    process = subprocess.Popen(
+        [sys.executable, "-m", "collector.cli", "worker", "--database-url", url,
+         "--settle-seconds", str(args.settle_seconds)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 async def measure(args: argparse.Namespace, report: Report, server: ServerProcess,
@@ -315,9 +341,10 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
                f"{rate * factory.span_count:,.0f} / {stats.spans_per_second:,.0f}")
     report.add("half load: ack latency p50 / p99 (ms)",
                f"{stats.percentile(50) * 1e3:.0f} / {stats.percentile(99) * 1e3:.0f}")
-    tts = time_to_score(server, factory, stats)
+    tts = time_to_score(server, factory, stats) if args.worker != "none" else None
     report.add(f"time-to-score after last ack, settle {args.settle_seconds}s (s)",
-               "none within 60 s" if tts is None else round(tts, 2))
+               "n/a (no worker)" if args.worker == "none"
+               else "none within 60 s" if tts is None else round(tts, 2))
 
     for transport in args.sdk_transports:
         spans = await asyncio.to_thread(sdk_phase, server, transport, args.sdk_seconds,
@@ -365,6 +392,9 @@ def parser() -> argparse.ArgumentParser:
                    help="length of the 2× overload phase (0: skip)")
     p.add_argument("--overload-clients", type=int, default=8, help="connections (open loop)")
     p.add_argument("--settle-seconds", type=float, default=1.0)
+    p.add_argument("--worker", choices=["embedded", "process", "none"], default="embedded",
+                   help="scoring: in the server (the default of `serve`), a separate "
+                        "`tooltrail worker` process, or none (receivers alone)")
     p.add_argument("--inprocess-requests", type=int, default=120)
     p.add_argument("--group", type=int, default=8, help="requests per in-process transaction")
     p.add_argument("--server-flag", action="append", default=[],

@@ -21,6 +21,7 @@ from collector.receivers.codec import PROTOBUF, response_for
 log = logging.getLogger(__name__)
 TRANSPORT = "grpc"
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+MAX_STREAMS_PER_CONNECTION = 16
 
 
 def abort_status(exc: Exception) -> grpc.Status:
@@ -98,6 +99,9 @@ class GrpcReceiver:
             interceptors=self.interceptors,
             options=[
                 ("grpc.max_receive_message_length", self.max_message_bytes),
+                # HTTP/2 flow control bounds what a client can have in flight per connection:
+                # the bodies received but not yet answered stay few, whatever the load
+                ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
             ],
         )
