@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import orjson
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -53,7 +54,19 @@ def make_engine(
             cursor.close()
 
         return engine
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    return create_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        json_serializer=_json_text,
+        json_deserializer=orjson.loads,
+    )
+
+
+def _json_text(value: Any) -> str:
+    """JSON columns are (de)serialised with orjson: several times faster than json."""
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 class WalCheckpointer:
