@@ -59,12 +59,12 @@ def make_engine(
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
-        json_serializer=_json_text,
+        json_serializer=json_text,
         json_deserializer=orjson.loads,
     )
 
 
-def _json_text(value: Any) -> str:
+def json_text(value: Any) -> str:
     """JSON columns are (de)serialised with orjson: several times faster than json."""
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
