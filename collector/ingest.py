@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
+from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, StoreUnavailable
 from collector.extract import ExtractOptions, extract
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
@@ -291,8 +291,6 @@ class Ingest:
 
 def outcome_of(exc: Exception) -> str:
     """The `outcome` label of a refused request."""
-    from collector.errors import StoreUnavailable
-
     if isinstance(exc, StoreUnavailable):
         return "unavailable"
     if isinstance(exc, Overloaded):
@@ -334,7 +332,7 @@ def error_row(
 
 
 @contextlib.contextmanager
-def admitted(ingest: Ingest, size: int) -> Any:
+def admitted(ingest: Ingest, size: int) -> Iterator[Ticket]:
     """`with admitted(ingest, size) as ticket:` — the ticket is released on leaving."""
     ticket = ingest.admit(size)
     try:

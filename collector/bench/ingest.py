@@ -183,46 +183,57 @@ def time_to_score(server: ServerProcess, factory: RequestFactory, stats: Stats,
     return None
 
 
-def sdk_phase(server: ServerProcess, transport: str, seconds: float, threads: int) -> float:
-    """Spans/s acknowledged through the OTel SDK's BatchSpanProcessor and real OTLP exporter."""
+def sdk_phase(server: ServerProcess, transport: str, seconds: float, clients: int) -> float:
+    """Spans/s acknowledged through the OTel SDK: `clients` agents, each with its own
+    TracerProvider, BatchSpanProcessor and real OTLP exporter (the SDK's own pipeline)."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-    if transport == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    acked = [0]
+    lock = threading.Lock()
 
-        inner: SpanExporter = OTLPSpanExporter(endpoint=server.grpc_endpoint, insecure=True)
-    else:
+    def exporter() -> SpanExporter:
+        if transport == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+            return OTLPSpanExporter(endpoint=server.grpc_endpoint, insecure=True)
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
             OTLPSpanExporter as HttpSpanExporter,
         )
 
-        inner = HttpSpanExporter(endpoint=f"{server.base_url}/v1/traces")
-    acked = [0]
+        return HttpSpanExporter(endpoint=f"{server.base_url}/v1/traces")
 
     class Counting(SpanExporter):
+        def __init__(self) -> None:
+            self.inner = exporter()
+
         def export(self, spans: Sequence[Any]) -> SpanExportResult:
-            result = inner.export(spans)
+            result = self.inner.export(spans)
             if result == SpanExportResult.SUCCESS:
-                acked[0] += len(spans)
+                with lock:
+                    acked[0] += len(spans)
             return result
 
         def shutdown(self) -> None:
-            inner.shutdown()
+            self.inner.shutdown()
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(
-        Counting(), max_queue_size=20_000, max_export_batch_size=512, schedule_delay_millis=200,
-    ))
-    tracer = provider.get_tracer("tooltrail.bench.sdk")
     stop = time.monotonic() + seconds
     args = json.dumps({"order_id": "A-000001", "customer": "c-1234", "note": "x" * 90})
     result = json.dumps({"status": "ok", "items": [{"sku": "X-1", "qty": 2}], "note": "y" * 240})
+    providers = []
+    for _ in range(clients):
+        provider = TracerProvider(resource=Resource.create({"service.name": "bench-sdk-agent"}))
+        provider.add_span_processor(BatchSpanProcessor(
+            Counting(), max_queue_size=50_000, max_export_batch_size=512,
+            schedule_delay_millis=200,
+        ))
+        providers.append(provider)
 
     def agent(worker: int) -> None:
+        tracer = providers[worker].get_tracer("tooltrail.bench.sdk")
         turn = 0
-        while time.monotonic() < stop and turn < 1_000_000:
+        while time.monotonic() < stop and turn < 200_000:
             conversation = f"sdk-{worker}-{turn // 5}"
             with tracer.start_as_current_span("invoke_agent support", attributes={
                 "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
@@ -244,14 +255,16 @@ def sdk_phase(server: ServerProcess, transport: str, seconds: float, threads: in
             turn += 1
 
     started = time.perf_counter()
-    workers = [threading.Thread(target=agent, args=(i,)) for i in range(threads)]
+    workers = [threading.Thread(target=agent, args=(i,)) for i in range(clients)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    provider.force_flush(60_000)
+    for provider in providers:
+        provider.force_flush(60_000)
     elapsed = time.perf_counter() - started
-    provider.shutdown()
+    for provider in providers:
+        provider.shutdown()
     return acked[0] / elapsed
 
 
@@ -348,7 +361,7 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
 
     for transport in args.sdk_transports:
         spans = await asyncio.to_thread(sdk_phase, server, transport, args.sdk_seconds,
-                                        args.sdk_threads)
+                                        args.sdk_clients)
         report.add(f"SDK exporter {transport} (spans/s, client-bound)", spans)
 
     if args.overload_seconds > 0:
@@ -387,7 +400,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sdk-transports", nargs="*", default=["grpc", "http"],
                    choices=["grpc", "http"])
     p.add_argument("--sdk-seconds", type=float, default=5.0)
-    p.add_argument("--sdk-threads", type=int, default=2)
+    p.add_argument("--sdk-clients", type=int, default=4,
+                   help="agents, each with its own SDK provider and exporter")
     p.add_argument("--overload-seconds", type=float, default=15.0,
                    help="length of the 2× overload phase (0: skip)")
     p.add_argument("--overload-clients", type=int, default=8, help="connections (open loop)")

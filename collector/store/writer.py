@@ -154,10 +154,6 @@ class Writer:
         self._account(size)
         return Ticket(self, size)
 
-    def check_room(self, size: int) -> None:
-        """Raise Overloaded if a request of `size` bytes would not be admitted now."""
-        self.admit(size).release()
-
     async def write(self, batch: PreparedBatch, errors: list[dict[str, Any]]) -> None:
         """Queue a batch and return once it is committed; raises a retryable error otherwise."""
         if self._queue is None:
