@@ -50,6 +50,11 @@ class Settings(BaseSettings):
         description="bytes of requests admitted and not yet answered; above it, ingest answers "
         "a retryable overload (503 / UNAVAILABLE)",
     )
+    writer_concurrency: int = Field(
+        1, gt=0,
+        description="group commits in flight at once on PostgreSQL (SQLite: always 1); more "
+        "overlaps round trips but groups sharing conversations then wait on each other's locks",
+    )
     writer_max_group_spans: int = Field(
         50_000, gt=0, description="most spans committed in one transaction"
     )

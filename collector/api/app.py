@@ -45,6 +45,7 @@ def create_app(settings: Settings) -> FastAPI:
         max_group_spans=settings.writer_max_group_spans,
         errors_keep=settings.ingest_errors_keep,
         retry_after=settings.store_retry_seconds,
+        concurrency=settings.writer_concurrency,
     )
     pipeline = Pipeline(
         decode=decode_body,

@@ -94,10 +94,11 @@ class Writer:
         self.max_group_spans = max_group_spans
         self.errors_keep = errors_keep
         self.retry_after = retry_after
-        # SQLite has one writer; PostgreSQL overlaps one group's round trips with the next's
-        # Python work (write_prepared locks conversations in id order, so groups can overlap)
+        # SQLite has one writer. On PostgreSQL, groups may overlap (write_prepared locks the
+        # conversations in id order, so counts stay exact); under overload, overlapping groups
+        # that share conversations queue on each other's locks, so one is the default.
         sqlite = engine.dialect.name == "sqlite"
-        self.concurrency = 1 if sqlite else (concurrency or 2)
+        self.concurrency = 1 if sqlite else (concurrency or 1)
         self.admitted_bytes = 0
         self._down_until = 0.0
         self._down_reason = ""
