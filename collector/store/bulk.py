@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Connection, Table
 
-from collector.store.db import json_text
+from collector.store.jsonio import dumps
 
 COPY_FROM = 32  # rows; below this an executemany is as fast
 
@@ -25,6 +25,6 @@ def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) 
     with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row([
-                json_text(row[name]) if json and row[name] is not None else row[name]
+                dumps(row[name]) if json and row[name] is not None else row[name]
                 for name, json in zip(columns, as_json, strict=True)
             ])

@@ -17,6 +17,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from collector.store import jsonio
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
@@ -59,14 +61,10 @@ def make_engine(
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
-        json_serializer=json_text,
+        json_serializer=jsonio.dumps,
         json_deserializer=orjson.loads,
     )
 
-
-def json_text(value: Any) -> str:
-    """JSON columns are (de)serialised with orjson: several times faster than json."""
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 class WalCheckpointer:
