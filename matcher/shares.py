@@ -11,21 +11,24 @@ where every optimal assignment sums to the same float whatever its order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .types import Call
+from .values import MISSING, ObjectSpec
 
 
 class Shares:
     """The share of an expected call's listed keys an actual call meets, memoised."""
 
-    __slots__ = ("calls", "memo")
+    __slots__ = ("calls", "memo", "verdicts")
 
     def __init__(self, calls: Sequence[Call]) -> None:
         self.calls = calls
         self.memo: dict[tuple[int, int], float] = {}
+        # (key, spec fingerprint, actual index) -> a non-literal spec's verdict there
+        self.verdicts: dict[tuple[str, str, int], bool] = {}
 
     def get(self, e: ExpectedCall, a: int) -> float:
         """`e.listed.key_share(calls[a].arguments)` (0.0 when `e` lists no keys)."""
@@ -33,9 +36,34 @@ class Shares:
         s = self.memo.get(key)
         if s is None:
             listed = e.listed
-            s = listed.key_share(self.calls[a].arguments) if listed is not None else 0.0
+            s = self._share(listed, a) if listed is not None else 0.0
             self.memo[key] = s
         return s
+
+    def _share(self, listed: ObjectSpec, a: int) -> float:
+        """`listed.key_share` on call a, each non-literal spec judged once per value."""
+        v = self.calls[a].arguments
+        if not isinstance(v, Mapping):
+            return listed.key_share(v)
+        items = listed.share_items()
+        verdicts = self.verdicts
+        hits = 0
+        for key, match, absent, fp in items:
+            if absent:
+                hits += key not in v
+                continue
+            x = v.get(key, MISSING)
+            if x is MISSING:
+                continue
+            if fp is None:
+                hits += match(x)
+                continue
+            vk = (key, fp, a)
+            ok = verdicts.get(vk)
+            if ok is None:
+                ok = verdicts[vk] = bool(match(x))
+            hits += ok
+        return hits / len(items)
 
     def matrix(
         self, rows: Sequence[ExpectedCall], cols: Sequence[int], *, weighted: bool = True

@@ -142,12 +142,13 @@ class AbsentSpec(Spec):
 class ObjectSpec(Spec):
     """An object: listed keys must match; `exact` also requires no other keys."""
 
-    __slots__ = ("_items", "_present", "_tests", "entries", "exact")
+    __slots__ = ("_items", "_present", "_share_items", "_tests", "entries", "exact")
 
     def __init__(self, entries: dict[str, Spec], exact: bool) -> None:
         self.entries = entries
         self.exact = exact
         self._tests: tuple[tuple[str, str, Any], ...] | None = None
+        self._share_items: tuple[tuple[str, Any, bool, str | None], ...] | None = None
         self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
         # Cheap, discriminating literals first; `$absent` keys checked apart.
         checks = sorted(
@@ -190,6 +191,24 @@ class ObjectSpec(Spec):
                 x = v.get(key, MISSING)
                 hits += x is not MISSING and match(x)
         return hits / len(self._items)
+
+    def share_items(self) -> tuple[tuple[str, Any, bool, str | None], ...]:
+        """Per listed key: (key, matches, is `$absent`, fingerprint). The fingerprint
+        (the spec's JSON text, None for a literal) lets callers share a non-literal
+        spec's verdict on one value between expected calls that repeat it."""
+        if self._share_items is None:
+            self._share_items = tuple(
+                (
+                    key,
+                    spec.matches,
+                    isinstance(spec, AbsentSpec),
+                    None
+                    if isinstance(spec, (Literal, AbsentSpec))
+                    else json.dumps(spec.to_json(), sort_keys=True, default=str),
+                )
+                for key, spec in self.entries.items()
+            )
+        return self._share_items
 
     def key_tests(self) -> tuple[tuple[str, str, Any], ...]:
         """Per listed key: (key, LITERAL_TEST, canonical value) for a scalar literal,
