@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .expected import ExpectedCall
-from .result import Difference
+from .result import Difference, new_difference
 from .types import Call, index_path, key_path
 from .values import ABSENT, MISSING, Mismatch, show
 
@@ -55,9 +55,20 @@ def rel_path(path: Sequence[str | int]) -> str:
     return out
 
 
-def _diff(frame: Frame, kind: str, sentence: str, **fields: Any) -> Difference:
-    turn = frame.turn_of(fields.get("actual_index"))
-    return Difference(kind=kind, message=frame.say(sentence), turn=turn, **fields)
+def _diff(
+    frame: Frame,
+    kind: str,
+    sentence: str,
+    expected_index: int | None = None,
+    actual_index: int | None = None,
+    path: str | None = None,
+    expected: Any = None,
+    actual: Any = None,
+) -> Difference:
+    turn = frame.turn_of(actual_index)
+    return new_difference(
+        kind, frame.say(sentence), expected_index, actual_index, turn, path, expected, actual
+    )
 
 
 def missing(frame: Frame, e: ExpectedCall, n_expected: int, n_called: int) -> Difference:

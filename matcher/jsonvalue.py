@@ -15,6 +15,8 @@ class _Missing:
         return "MISSING"
 
 
+_encode_str = json.encoder.encode_basestring
+
 MISSING: Any = _Missing()
 """Stands for a key that is not present in the actual value."""
 
@@ -68,6 +70,9 @@ def show(v: Any, limit: int = 60) -> str:
     """A short JSON rendering of a value for sentences."""
     if v is MISSING:
         return "missing"
+    if type(v) is str:  # what json.dumps(v, ensure_ascii=False) does, without its overhead
+        text = _encode_str(v)
+        return text if len(text) <= limit else text[: limit - 1] + "…"
     try:
         text = json.dumps(v, ensure_ascii=False, default=str)
     except (TypeError, ValueError, RecursionError):

@@ -38,6 +38,31 @@ class Difference:
         }
 
 
+_new_object = object.__new__
+_set = object.__setattr__
+
+
+def new_difference(
+    kind: str,
+    message: str,
+    expected_index: int | None,
+    actual_index: int | None,
+    turn: int | None,
+    path: str | None,
+    expected: Any,
+    actual: Any,
+) -> Difference:
+    """`Difference(...)` with every field given, without the frozen `__init__`'s
+    per-field `object.__setattr__` calls (the same instance state)."""
+    d = _new_object(Difference)
+    _set(d, "__dict__", {
+        "kind": kind, "message": message, "expected_index": expected_index,
+        "actual_index": actual_index, "turn": turn, "path": path, "expected": expected,
+        "actual": actual,
+    })  # fmt: skip
+    return d
+
+
 @dataclass(frozen=True)
 class Counts:
     """Raw pair counts of one result, summed by `micro_summary`."""

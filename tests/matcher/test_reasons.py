@@ -347,3 +347,13 @@ def test_differences_carry_the_turn_of_the_call() -> None:
     assert [(d.kind, d.actual_index, d.turn) for d in result.differences] == [
         ("forbidden", 2, 1), ("unexpected", 1, 1), ("unexpected", 2, 1), ("count", None, None),
     ]  # fmt: skip
+
+
+def test_new_difference_is_the_dataclass() -> None:
+    from matcher.result import Difference, new_difference
+
+    fields = ("argument", "msg", 1, 2, 0, "calls[1]", {"a": 1}, [1])
+    made = new_difference(*fields)
+    plain = Difference(*fields)
+    assert made == plain and repr(made) == repr(plain) and hash(made.path) == hash(plain.path)
+    assert made.to_dict() == plain.to_dict() and vars(made) == vars(plain)
