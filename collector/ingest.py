@@ -222,7 +222,8 @@ class Offload:
 
     async def run(self, body: bytes, media: str, encoding: str | None) -> tuple[Prepared, int]:
         """(prepared batch, decoded size) for one body."""
-        if self._pool is None or len(body) < self.inline_bytes:
+        compressed = encoding is not None and encoding.strip().lower() not in ("", "identity")
+        if self._pool is None or (len(body) < self.inline_bytes and not compressed):
             return run_pipeline(self.pipeline, body, media, encoding)
         loop = asyncio.get_running_loop()
         try:
