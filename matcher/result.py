@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,14 @@ def new_difference(
         "actual": actual,
     })  # fmt: skip
     return d
+
+
+def build(cls: type[_T], state: dict[str, Any]) -> _T:
+    """A frozen dataclass instance from every field by name (in field order), without
+    the frozen `__init__`'s per-field `object.__setattr__` calls."""
+    obj = _new_object(cls)
+    _set(obj, "__dict__", state)
+    return obj
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from . import explain
 from .expected import ORDERED_MODES, TurnSpec
 from .explain import Frame
 from .modes import Unit, evaluate
-from .result import Counts, Difference, Result
+from .result import Counts, Difference, Result, build
 from .selector import glob_match
 from .spec import Expectation
 from .types import Call, Trajectory
@@ -178,16 +178,18 @@ def _result(
     if ordered is not None:
         n_exp = sum(u.n_expected for u in ordered)
         order_score = sum(u.lcs for u in ordered) / n_exp if n_exp else 1.0
-    counts = Counts(
-        paired_actual=paired_actual,
-        total_actual=total_actual,
-        paired_expected_weight=float(paired_w),
-        total_expected_weight=float(total_w),
-        tools=tuple([(name, *tools[name]) for name in sorted(tools)]),  # type: ignore[misc]
-    )
+    counts = build(Counts, {
+        "paired_actual": paired_actual,
+        "total_actual": total_actual,
+        "paired_expected_weight": float(paired_w),
+        "total_expected_weight": float(total_w),
+        "tools": tuple([(name, *tools[name]) for name in sorted(tools)]),
+    })  # fmt: skip
     passed = not diffs
-    return Result(
-        scope=scope, passed=passed, score=1.0 if passed else 0.0, precision=precision,
-        recall=recall, f1=f1, argument_score=argument_score, order_score=order_score,
-        reason=diffs[0].message if diffs else "", differences=tuple(diffs), counts=counts,
-    )  # fmt: skip
+    return build(Result, {
+        "scope": scope, "passed": passed, "score": 1.0 if passed else 0.0,
+        "precision": precision, "recall": recall, "f1": f1,
+        "argument_score": argument_score, "order_score": order_score,
+        "reason": diffs[0].message if diffs else "", "differences": tuple(diffs),
+        "counts": counts,
+    })  # fmt: skip

@@ -357,3 +357,18 @@ def test_new_difference_is_the_dataclass() -> None:
     plain = Difference(*fields)
     assert made == plain and repr(made) == repr(plain) and hash(made.path) == hash(plain.path)
     assert made.to_dict() == plain.to_dict() and vars(made) == vars(plain)
+
+
+def test_results_are_plain_dataclasses() -> None:
+    import dataclasses
+
+    from matcher import Call, Trajectory, parse_expectation, score
+
+    exp = parse_expectation({"match": "strict", "calls": [{"name": "a", "arguments": {"x": 1}}]})
+    for made in ([Call("a", {"x": 1})], [Call("a", {"x": 2}), Call("b", {})]):
+        r = score(exp, Trajectory.from_calls(made))[0]
+        fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+        assert type(r)(**fields) == r and vars(type(r)(**fields)) == vars(r)
+        c = r.counts
+        again = type(c)(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
+        assert again == c and vars(again) == vars(c) and repr(again) == repr(c)
