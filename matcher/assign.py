@@ -145,6 +145,19 @@ def _tiny_assignment(
     """Exhaustive search, cheaper than SciPy's call overhead for a handful of calls."""
     best: tuple[float, ...] = ()
     best_total = -1.0
+    if n == 2 or m == 2:  # the common shape, unrolled (same order, same comparisons)
+        a, b = scores[0], scores[1]
+        if n == 2:
+            for j, k in permutations(range(m), 2):
+                total = float(a[j]) + float(b[k])
+                if total > best_total:
+                    best_total, best = total, (j, k)
+            return [(0, int(best[0])), (1, int(best[1]))] if best else []
+        for i, h in permutations(range(n), 2):
+            total = float(scores[i][0]) + float(scores[h][1])
+            if total > best_total:
+                best_total, best = total, (i, h)
+        return sorted([(int(best[0]), 0), (int(best[1]), 1)]) if best else []
     if n <= m:
         for cols in permutations(range(m), n):
             total = sum(float(scores[i][j]) for i, j in enumerate(cols))

@@ -109,3 +109,33 @@ def test_lcs_chain_with_steps(sizes: list[int], m: int, data: st.DataObject) -> 
     ordered = sorted(chain)
     for (_, a1), (_, a2) in itertools.pairwise(ordered):
         assert block_of[a1] <= block_of[a2]
+
+
+def _reference_tiny(scores: list[list[float]], n: int, m: int) -> list[tuple[int, int]]:
+    """The generic exhaustive search, as before the unrolled two-row/column case."""
+    from itertools import permutations
+
+    best: tuple[int, ...] = ()
+    best_total = -1.0
+    if n <= m:
+        for cols in permutations(range(m), n):
+            total = sum(float(scores[i][j]) for i, j in enumerate(cols))
+            if total > best_total:
+                best_total, best = total, cols
+        return [(i, int(j)) for i, j in enumerate(best)]
+    for rows in permutations(range(n), m):
+        total = sum(float(scores[i][j]) for j, i in enumerate(rows))
+        if total > best_total:
+            best_total, best = total, rows
+    return sorted((int(i), j) for j, i in enumerate(best))
+
+
+@pytest.mark.parametrize("shape", [(2, 2), (2, 3), (3, 2), (2, 4), (4, 2)])
+def test_tiny_assignment_two_rows_or_columns_keeps_ties(shape: tuple[int, int]) -> None:
+    from matcher.assign import _tiny_assignment
+
+    rng = random.Random(sum(shape))
+    n, m = shape
+    for _ in range(300):
+        scores = [[rng.choice([0.0, 0.5, 1.0, 0.25]) for _ in range(m)] for _ in range(n)]
+        assert _tiny_assignment(scores, n, m) == _reference_tiny(scores, n, m)
