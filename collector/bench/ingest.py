@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import subprocess
 import sys
 import tempfile
 import threading
@@ -41,7 +40,8 @@ from collector.bench.load import (
     run_clients,
     run_open_loop,
 )
-from collector.bench.serverproc import MemorySampler, ServerProcess, serve
+from collector.bench.memory import MemorySampler
+from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traces import RequestFactory, Shape
 from collector.extract import ExtractOptions, extract
 from collector.receivers.codec import PROTOBUF, decode_body
@@ -304,20 +304,8 @@ def scoring_worker(args: argparse.Namespace, url: str) -> Iterator[None]:
     if args.worker != "process":
         yield
         return
-    process = subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", "worker", "--database-url", url,
-         "--settle-seconds", str(args.settle_seconds)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    try:
+    with workers(url, 1, "--settle-seconds", str(args.settle_seconds)):
         yield
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 async def measure(args: argparse.Namespace, report: Report, server: ServerProcess,

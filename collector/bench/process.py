@@ -34,7 +34,7 @@ class ServerProcess:
         return f"127.0.0.1:{self.grpc_port}"
 
 
-def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: float = 15) -> None:
+def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: float = 30) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
     try:
@@ -46,7 +46,7 @@ def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: flo
 
 @contextmanager
 def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
-          timeout: float = 30.0) -> Iterator[ServerProcess]:
+          timeout: float = 60.0) -> Iterator[ServerProcess]:
     """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards."""
     command = [sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
                "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
@@ -59,7 +59,8 @@ def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
     def pump() -> None:
         assert process.stderr is not None
         for line in process.stderr:
-            log.append(line)
+            if len(log) < 5000:  # bounded: a long benchmark must not grow it without end
+                log.append(line)
             match = READY.search(line)
             if match:
                 ports.extend(int(g) for g in match.groups())

@@ -1,21 +1,11 @@
-"""Running `tooltrail serve` as a subprocess on loopback ports the OS picks, and sampling the
-resident memory of it and its children (the ingest worker processes)."""
+"""Sampling the resident memory of a server process and its children (the ingest worker
+processes) while a benchmark runs."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-READY = re.compile(r"tooltrail listening: http=127\.0\.0\.1:(\d+) grpc=127\.0\.0\.1:(\d+)")
 
 
 def rss_bytes(pid: int) -> int:
@@ -103,65 +93,3 @@ class MemorySampler:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(2)
-
-
-@dataclass
-class ServerProcess:
-    """A running server: its process, ports and log."""
-
-    process: subprocess.Popen[str]
-    http_port: int
-    grpc_port: int
-    log: list[str]
-
-    @property
-    def base_url(self) -> str:
-        """The HTTP base URL."""
-        return f"http://127.0.0.1:{self.http_port}"
-
-    @property
-    def grpc_endpoint(self) -> str:
-        """host:port of OTLP/gRPC."""
-        return f"127.0.0.1:{self.grpc_port}"
-
-
-@contextmanager
-def serve(database_url: str, *flags: str, timeout: float = 60.0) -> Iterator[ServerProcess]:
-    """Start `tooltrail serve` on ports 0 (loopback), yield once it listens, stop it after."""
-    command = [sys.executable, "-m", "collector.cli", "serve", "--database-url", database_url,
-               "--host", "127.0.0.1", "--http-port", "0", "--grpc-port", "0", *flags]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, env=os.environ.copy())
-    log: list[str] = []
-    ports: list[int] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if len(log) < 5000:
-                log.append(line)
-            match = READY.search(line)
-            if match:
-                ports.extend(int(g) for g in match.groups())
-                ready.set()
-        ready.set()
-
-    thread = threading.Thread(target=pump, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready.wait(0.1) and time.monotonic() < deadline:
-            pass
-        if not ports:
-            raise RuntimeError("the server did not start:\n" + "".join(log[-40:]))
-        yield ServerProcess(process, ports[0], ports[1], log)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        thread.join(5)
