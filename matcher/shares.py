@@ -137,24 +137,23 @@ def _column_bound(
     a free column by its best value over every row. When keeping the paired rows and
     assigning the free rows optimally on the free columns reaches that bound, it is
     optimal (values exact, so the comparison is exact)."""
-    get = shares.get
+    held = [e for e, c in zip(rows, paired, strict=True) if c >= 0]
+    base = sum(e.weight for e in held)
     top = max(e.weight for e in rows)
-    base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
-    n_used = len(cols) - len(free_cols)
-    if base != top * n_used:
+    if base != top * len(held):
         return None
-    sub = [[rows[i].weight * get(rows[i], cols[k]) for k in free_cols] for i in free]
-    bound = float(base)
-    for q, k in enumerate(free_cols):
-        best = max([0.0, *(row[q] for row in sub)])
+    get = shares.get
+    col_calls = [cols[k] for k in free_cols]
+    sub = [[rows[i].weight * get(rows[i], a) for a in col_calls] for i in free]
+    value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if col_calls else 0.0
+    # Exact values: the bound equals base + value iff each free column's best over the
+    # free rows adds up to value and no held row does better on a free column.
+    col_best = [max([0.0, *(row[q] for row in sub)]) for q in range(len(col_calls))]
+    if sum(col_best) != value:
+        return None
+    for a, best in zip(col_calls, col_best, strict=True):
         if best < top:
-            for e, c in zip(rows, paired, strict=True):
-                if c >= 0:
-                    best = max(best, e.weight * get(e, cols[k]))
-                    if best >= top:
-                        break
-        bound += best
-    value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if free_cols and free else 0.0
-    if base + value == bound:
-        return base + value
-    return None
+            for e in held:
+                if e.weight * get(e, a) > best:
+                    return None
+    return base + value
