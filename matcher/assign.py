@@ -126,13 +126,14 @@ def optimal_assignment(
     m = len(scores[0]) if n else 0
     if n == 0 or m == 0:
         return []
-    if n == 1:
-        row = scores[0]
-        best = max(range(m), key=lambda j: (float(row[j]), -j))
-        return [(0, best)]
-    if m == 1:
-        best = max(range(n), key=lambda i: (float(scores[i][0]), -i))
-        return [(best, 0)]
+    if n == 1 or m == 1:  # the first largest score (as max by (score, -index))
+        cells = [float(x) for x in scores[0]] if n == 1 else [float(r[0]) for r in scores]
+        best = 0
+        top = cells[0]
+        for k in range(1, len(cells)):
+            if cells[k] > top:
+                best, top = k, cells[k]
+        return [(0, best)] if n == 1 else [(best, 0)]
     if perm(max(n, m), min(n, m)) <= _BRUTE_FORCE:
         return _tiny_assignment(scores, n, m)
     rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)

@@ -43,7 +43,7 @@ class Shares:
     def _share(self, listed: ObjectSpec, a: int) -> float:
         """`listed.key_share` on call a, each non-literal spec judged once per value."""
         v = self.calls[a].arguments
-        if not isinstance(v, Mapping):
+        if type(v) is not dict and not isinstance(v, Mapping):
             return listed.key_share(v)
         items = listed.share_items()
         verdicts = self.verdicts

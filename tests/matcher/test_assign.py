@@ -139,3 +139,13 @@ def test_tiny_assignment_two_rows_or_columns_keeps_ties(shape: tuple[int, int]) 
     for _ in range(300):
         scores = [[rng.choice([0.0, 0.5, 1.0, 0.25]) for _ in range(m)] for _ in range(n)]
         assert _tiny_assignment(scores, n, m) == _reference_tiny(scores, n, m)
+
+
+def test_one_row_or_column_takes_the_first_best() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        k = rng.randrange(1, 7)
+        cells = [rng.choice([0.0, 0.25, 0.5, 1.0]) for _ in range(k)]
+        first = max(range(k), key=lambda j: (cells[j], -j))
+        assert optimal_assignment([cells]) == [(0, first)]
+        assert optimal_assignment([[c] for c in cells]) == [(first, 0)]
