@@ -25,8 +25,10 @@ class Differences:
         by_name: dict[str, list[int]],
         adj: list[list[int]],
         shares: Shares,
+        per_name: dict[str, tuple[int, float]] | None = None,
     ) -> None:
         self.calls = calls
+        self.per_name = per_name  # name -> (expected calls, their weight), if known
         self.expected = expected
         self.frame = frame
         self.by_name = by_name
@@ -51,7 +53,10 @@ class Differences:
             if free:
                 for i, k in self._agreement([self.expected[j] for j in rows], free):
                     paired[rows[i]] = free[k]
-            n_expected = sum(1 for e in self.expected if e.name == name)  # failures only
+            if self.per_name is not None:
+                n_expected = self.per_name[name][0]
+            else:
+                n_expected = sum(1 for e in self.expected if e.name == name)
             for j in rows:
                 e = self.expected[j]
                 a = paired.get(j)

@@ -128,7 +128,7 @@ def evaluate(
     unit.paired_weight = paired_weight
     shares = Shares(calls)
     if n or m:
-        ctx = Differences(calls, expected, frame, by_name, adj, shares)
+        ctx = Differences(calls, expected, frame, by_name, adj, shares, plan.per_name)
         unit.diffs = _differences(ctx, mode, chain, blocks, match_l, path)
     _argument_score(unit, calls, plan, by_name, match_l, shares)
     _tools(unit, plan, by_name, match_l)
