@@ -102,7 +102,7 @@ class Worker:
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
                 self._score(conn, facts, active)
-                scoring.release(conn, self.owner, owned, {f.id: f.change_seq for f in facts})
+                scoring.release(conn, self.owner, owned, [f.id for f in facts])
         except Exception:  # loop boundary: free the leases so the work is retried
             self.metrics.loop_errors.labels("score").inc()
             log.exception("scoring %d conversations failed", len(claimed))
@@ -142,9 +142,7 @@ class Worker:
             failed = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
             complete = {e.slug for e in wanted} == set(current)
-            scoring.release(
-                conn, self.owner, leased, {f.id: f.change_seq for f in facts} if complete else None
-            )
+            scoring.release(conn, self.owner, leased, [f.id for f in facts] if complete else ())
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
             else:

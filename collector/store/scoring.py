@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, func, or_, select, update
 
 from collector.extract.reconcile import reconcile
 from collector.model import ToolCall
@@ -107,26 +107,27 @@ def still_owned(conn: Connection, ids: Sequence[int], owner: str) -> set[int]:
     return {cid for (cid,) in rows}
 
 
-def release(
-    conn: Connection, owner: str, ids: Iterable[int], scored: dict[int, int] | None = None
-) -> None:
-    """Give up our leases; with `scored`, also record each conversation scored up to a seq."""
+def release(conn: Connection, owner: str, ids: Iterable[int], scored: Iterable[int] = ()) -> None:
+    """Give up our leases; the `scored` ones are also marked scored up to their change_seq.
+
+    Marking is only right while this transaction holds their row locks (`still_owned`), so
+    that change_seq is still the one whose trajectory was scored.
+    """
     c = conversations.c
     id_list = sorted(ids)
-    if not id_list:
-        return
-    if scored:
+    done = sorted(set(scored))
+    if done:
         conn.execute(
             update(conversations)
-            .where(c.id == bindparam("b_id"), c.lease_owner == owner)
-            .values(scored_seq=bindparam("b_seq"), lease_until=None, lease_owner=None),
-            [{"b_id": cid, "b_seq": scored[cid]} for cid in id_list if cid in scored],
+            .where(c.id.in_(done), c.lease_owner == owner)
+            .values(scored_seq=c.change_seq, lease_until=None, lease_owner=None)
         )
-    conn.execute(
-        update(conversations)
-        .where(c.id.in_(id_list), c.lease_owner == owner)
-        .values(lease_until=None, lease_owner=None)
-    )
+    if id_list:
+        conn.execute(
+            update(conversations)
+            .where(c.id.in_(id_list), c.lease_owner == owner)
+            .values(lease_until=None, lease_owner=None)
+        )
 
 
 def active_expectations(conn: Connection) -> list[ActiveExpectation]:
