@@ -1,7 +1,8 @@
 """`tooltrail bench scoring`: rescoring throughput with 1 and 2 workers, and time-to-score.
 
 1. Stores N ten-call conversations (PostgreSQL by default: a fresh database on the local
-   server, dropped afterwards) through the real writer.
+   server, dropped afterwards) through the real writer, marked as already scored (as
+   conversations stored long ago are), so that step 2 times the rescoring job alone.
 2. For each worker count: a new expectation version starts a rescoring job over every
    stored conversation; `tooltrail worker` processes run it; conversations/s is reported.
 3. Time-to-score under ingest: a `tooltrail serve` gets one conversation per OTLP/HTTP request
@@ -208,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         migrate(url)
         engine = make_engine(url)
         took = seed(engine, args.conversations, args.calls)
+        with engine.begin() as conn:  # stored long ago: settled and scored already
+            conn.execute(text("UPDATE conversations SET scored_seq = change_seq"))
         engine.dispose()
         print(
             f"stored {args.conversations:,} conversations of {args.calls} calls in {took:.1f} s "

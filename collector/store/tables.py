@@ -52,8 +52,15 @@ conversations = Table(
     Column("scored_seq", Integer, nullable=False, default=0),
     Column("lease_until", Float),
     Column("lease_owner", Text),
-    Index("ix_conversations_dirty", "scored_seq", "change_seq", "last_seen"),
     Index("ix_conversations_start", "start_ns"),
+)
+
+# The worker's claim query reads only conversations that changed since they were scored.
+Index(
+    "ix_conversations_dirty",
+    conversations.c.last_seen,
+    postgresql_where=conversations.c.scored_seq < conversations.c.change_seq,
+    sqlite_where=conversations.c.scored_seq < conversations.c.change_seq,
 )
 
 turns = Table(

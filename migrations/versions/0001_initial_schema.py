@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-30 12:40:47.620683
+Create Date: 2026-11-30 14:00:48.099900
 """
 
 from __future__ import annotations
@@ -55,7 +55,11 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("conversations", schema=None) as batch_op:
         batch_op.create_index(
-            "ix_conversations_dirty", ["scored_seq", "change_seq", "last_seen"], unique=False
+            "ix_conversations_dirty",
+            ["last_seen"],
+            unique=False,
+            postgresql_where=sa.text("scored_seq < change_seq"),
+            sqlite_where=sa.text("scored_seq < change_seq"),
         )
         batch_op.create_index("ix_conversations_start", ["start_ns"], unique=False)
 
@@ -334,6 +338,10 @@ def downgrade() -> None:
     op.drop_table("expectations")
     with op.batch_alter_table("conversations", schema=None) as batch_op:
         batch_op.drop_index("ix_conversations_start")
-        batch_op.drop_index("ix_conversations_dirty")
+        batch_op.drop_index(
+            "ix_conversations_dirty",
+            postgresql_where=sa.text("scored_seq < change_seq"),
+            sqlite_where=sa.text("scored_seq < change_seq"),
+        )
 
     op.drop_table("conversations")
