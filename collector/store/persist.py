@@ -347,7 +347,8 @@ def refresh_conversations(
         for cid, n, errors in conn.execute(
             select(tool_calls.c.conversation_id, func.count(),
                    func.sum((tool_calls.c.status == "error").cast(Integer)))
-            .where(tool_calls.c.conversation_id.in_(part))
+            # executions only: a request row and its execution are one call
+            .where(tool_calls.c.conversation_id.in_(part), tool_calls.c.executed)
             .group_by(tool_calls.c.conversation_id)
         ):
             call_stats[cid] = (n, errors or 0)

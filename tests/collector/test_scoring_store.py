@@ -28,3 +28,21 @@ def test_requested_but_never_executed_counts_as_a_failed_call(database_url: str)
     assert result.passed is False
     engine.dispose()
 
+
+
+def test_a_request_and_its_execution_count_once(database_url: str) -> None:
+    from sqlalchemy import select
+
+    from collector.store.tables import conversations
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    batch = conversation_batch(0, 1, random.Random(1), "c-")
+    (executed,) = batch.calls
+    request = replace(executed, executed=False, span_id=f"{executed.span_id}#0")
+    with engine.begin() as conn:
+        write_batches(conn, [replace(batch, calls=(request, executed))], time.time())
+        count = conn.execute(select(conversations.c.call_count)).scalar_one()
+        (turn,) = trajectory(conn, 1).turns
+    assert count == 1 and len(turn) == 1 and turn[0].error is None
+    engine.dispose()
