@@ -64,34 +64,7 @@ def convert_currency(amount: float, from_currency: str, to_currency: str) -> str
     raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
 
 
-def call(name, args, cid):
-    return ("tool", name, args, cid)
-
-
-def text(t):
-    return ("text", t)
-
-
-TURNS = [
-    (
-        "What's the weather in Paris and London, and what time is it in Paris?",
-        [
-            [call("get_weather", {"city": "Paris"}, "call_w_paris"), call("get_weather", {"city": "London"}, "call_w_london")],
-            [call("get_time", {"city": "Paris"}, "call_t_paris")],
-            [text("Paris 18C, London 14C; it is 12:00 in Paris.")],
-        ],
-    ),
-    (
-        "Convert 100 EUR to USD, and tell me the weather in Berlin.",
-        [
-            [call("convert_currency", {"amount": 100, "from_currency": "EUR", "to_currency": "USD"}, "call_fx")],
-            [call("get_weather", {"city": "Berlin"}, "call_w_berlin")],
-            [text("The FX service failed; Berlin is 11C.")],
-        ],
-    ),
-    ("Thanks, that's all!", [[text("You're welcome!")]]),
-]
-SCRIPT = [r for _, rs in TURNS for r in rs]
+TURNS, SCRIPT = _common.TURNS, _common.SCRIPT
 
 
 class ScriptedModel(Model):
