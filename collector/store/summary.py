@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Connection, Float, Integer, and_, case, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from collector.store.tables import conversations, result_tools, results
+from collector.store.tables import RESULT_KEY, conversations, result_tools, results
 
 BUCKETS = {"1h": 3600, "1d": 86400}
 
@@ -86,13 +86,7 @@ def expectation_summary(
         .select_from(
             joined.join(
                 result_tools,
-                and_(
-                    t.conversation_id == r.conversation_id,
-                    t.expectation == r.expectation,
-                    t.expectation_version == r.expectation_version,
-                    t.change_seq == r.change_seq,
-                    t.scope == r.scope,
-                ),
+                and_(*(t[name] == r[name] for name in RESULT_KEY)),
             )
         )
         .where(*where)

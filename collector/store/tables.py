@@ -5,6 +5,8 @@ Span times are unix nanoseconds (BigInteger); service-side times are unix second
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -122,40 +124,55 @@ expectations = Table(
     UniqueConstraint("slug", "version", name="uq_expectations_version"),
 )
 
+# What identifies a result: one trajectory (conversation at a change_seq) scored against one
+# expectation version in one scope.
+RESULT_KEY = ("conversation_id", "expectation", "expectation_version", "change_seq", "scope")
+
+
+def result_key_columns() -> list[Column[Any]]:
+    """Fresh columns of RESULT_KEY (a Column belongs to one table)."""
+    return [
+        Column(
+            "conversation_id",
+            Id,
+            ForeignKey("conversations.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        Column("expectation", Text, nullable=False),
+        Column("expectation_version", Integer, nullable=False),
+        Column("change_seq", Integer, nullable=False),
+        Column("scope", Text, nullable=False),
+    ]
+
+
+def pair_count_columns() -> list[Column[Any]]:
+    """The raw pair counts micro averages are summed from."""
+    return [
+        Column("paired_actual", Integer, nullable=False),
+        Column("total_actual", Integer, nullable=False),
+        Column("paired_expected_weight", Float, nullable=False),
+        Column("total_expected_weight", Float, nullable=False),
+    ]
+
+
 results = Table(
     "results",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column(
-        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
-    ),
-    Column("expectation", Text, nullable=False),
-    Column("expectation_version", Integer, nullable=False),
-    Column("scope", Text, nullable=False),
-    Column("change_seq", Integer, nullable=False),
+    *result_key_columns(),
     Column("current", Boolean, nullable=False, default=True),
     Column("passed", Boolean, nullable=False),
     Column("score", Float, nullable=False),
     Column("precision", Float, nullable=False),
     Column("recall", Float, nullable=False),
     Column("f1", Float, nullable=False),
-    Column("paired_actual", Integer, nullable=False),
-    Column("total_actual", Integer, nullable=False),
-    Column("paired_expected_weight", Float, nullable=False),
-    Column("total_expected_weight", Float, nullable=False),
+    *pair_count_columns(),
     Column("reason", Text, nullable=False, default=""),
     Column("failure_kind", Text),  # kind of the first difference, for summaries
     Column("detail", Json, nullable=False),
     Column("scored_at", Float, nullable=False),
     # one trajectory is never scored twice against one expectation version
-    UniqueConstraint(
-        "conversation_id",
-        "expectation",
-        "expectation_version",
-        "change_seq",
-        "scope",
-        name="uq_results_trajectory",
-    ),
+    UniqueConstraint(*RESULT_KEY, name="uq_results_trajectory"),
     Index("ix_results_conversation", "conversation_id", "expectation", "current"),
     Index("ix_results_expectation", "expectation", "current", "scored_at"),
 )
@@ -165,21 +182,10 @@ results = Table(
 result_tools = Table(
     "result_tools",
     metadata,
-    Column(
-        "conversation_id", Id, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False
-    ),
-    Column("expectation", Text, nullable=False),
-    Column("expectation_version", Integer, nullable=False),
-    Column("change_seq", Integer, nullable=False),
-    Column("scope", Text, nullable=False),
+    *result_key_columns(),
     Column("tool", Text, nullable=False),
-    Column("paired_actual", Integer, nullable=False),
-    Column("total_actual", Integer, nullable=False),
-    Column("paired_expected_weight", Float, nullable=False),
-    Column("total_expected_weight", Float, nullable=False),
-    PrimaryKeyConstraint(
-        "conversation_id", "expectation", "expectation_version", "change_seq", "scope", "tool"
-    ),
+    *pair_count_columns(),
+    PrimaryKeyConstraint(*RESULT_KEY, "tool"),
 )
 
 # A rescoring job; its work is split in chunks (ranges of conversation ids) any worker claims.
