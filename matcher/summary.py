@@ -8,7 +8,9 @@ from typing import Any
 from .result import Result
 
 
-def _prf(pa: float, ta: float, pw: float, tw: float) -> dict[str, float]:
+def micro_prf(pa: float, ta: float, pw: float, tw: float) -> dict[str, float]:
+    """Precision, recall and F1 from summed pair counts (paired/total actual calls, paired/total
+    expected weight): 1 when a total is 0, F1 0 when either is 0."""
     precision = pa / ta if ta else 1.0
     recall = pw / tw if tw else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
@@ -51,12 +53,12 @@ def micro_summary(results: Iterable[Result]) -> dict[str, Any]:
         "total_expected_weight": tw,
     }
     if n:
-        out.update(_prf(pa, ta, pw, tw))
+        out.update(micro_prf(pa, ta, pw, tw))
     else:
         out.update({"precision": None, "recall": None, "f1": None})
     out["tools"] = {
         name: {
-            **_prf(*acc),
+            **micro_prf(*acc),
             "paired_actual": int(acc[0]),
             "total_actual": int(acc[1]),
             "paired_expected_weight": acc[2],

@@ -8,15 +8,9 @@ from sqlalchemy import Connection, Float, Integer, and_, case, cast, func, selec
 from sqlalchemy.sql.elements import ColumnElement
 
 from collector.store.tables import RESULT_KEY, conversations, result_tools, results
+from matcher.summary import micro_prf
 
 BUCKETS = {"1h": 3600, "1d": 86400}
-
-
-def _prf(pa: float, ta: float, pw: float, tw: float) -> dict[str, float]:
-    precision = pa / ta if ta else 1.0
-    recall = pw / tw if tw else 1.0
-    f1 = 2 * precision * recall / (precision + recall) if precision and recall else 0.0
-    return {"precision": precision, "recall": recall, "f1": f1}
 
 
 def _figures(count: int, passed: int, pa: Any, ta: Any, pw: Any, tw: Any) -> dict[str, Any]:
@@ -31,7 +25,7 @@ def _figures(count: int, passed: int, pa: Any, ta: Any, pw: Any, tw: Any) -> dic
         "total_expected_weight": float(tw or 0),
     }
     if count:
-        out.update(_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)))
+        out.update(micro_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)))
     else:
         out.update(precision=None, recall=None, f1=None)
     return out
@@ -95,7 +89,7 @@ def expectation_summary(
     )
     out["tools"] = {
         tool: {
-            **_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)),
+            **micro_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)),
             "paired_actual": int(pa or 0),
             "total_actual": int(ta or 0),
             "paired_expected_weight": float(pw or 0),
