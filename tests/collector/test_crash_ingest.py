@@ -46,12 +46,15 @@ def test_sigkill_under_load_loses_no_acknowledged_span(database_url: str) -> Non
         thread, result = load_in_thread(server.grpc_endpoint, server.base_url, factory, 7.0)
         time.sleep(4.0)
         server.process.send_signal(signal.SIGKILL)
-        killed_at = time.perf_counter()
         server.process.wait(10)
         thread.join(30)
     (stats,) = result
     assert stats.acked_requests >= 5, stats
-    assert stats.last_ack <= killed_at
+    # The kill landed mid-load: the clients saw the server go away. (An answer the server wrote
+    # just before SIGKILL can still be read a few ms after it, so ack times are not compared
+    # with the kill time; the restart below happens after the clients stopped, so every
+    # acknowledgement counted came from the killed process.)
+    assert stats.transport_errors > 0, stats
     with running_server(database_url) as restarted:  # recovers, and keeps serving
         engine = make_engine(database_url)
         try:
