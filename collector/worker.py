@@ -158,7 +158,7 @@ class Worker:
         """Score each conversation against the wanted expectations whose selector picks it,
         skipping (trajectory, version) pairs that already have a current result. Returns how
         many conversations could not be scored (counted and logged, never retried forever)."""
-        done = scoring.scored_keys(conn, [f.id for f in facts])
+        done = scoring.current_results(conn, [f.id for f in facts])
         todo = [
             (f, e)
             for f in facts
@@ -182,7 +182,7 @@ class Worker:
             scored.append(scoring.Scored(f, e, results))
             for result in results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
-        scoring.store_results(conn, scored, time.time())
+        scoring.store_results(conn, scored, time.time(), done)
         return len(failed)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -200,32 +200,23 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
             t.status,
             t.start_ns,
             t.end_ns,
-            t.step,
             t.convention,
+            t.step,
             t.executed,
         ).where(t.conversation_id.in_(id_list))
-    )
+    ).all()
     per_turn: dict[int, list[ToolCall]] = {}
-    for r in rows:
-        per_turn.setdefault(r.turn_id, []).append(
-            ToolCall(
-                trace_id=r.trace_id,
-                span_id=r.span_id,
-                parent_span_id=r.parent_span_id,
-                name=r.name,
-                call_id=r.call_id,
-                arguments=r.arguments,
-                arguments_raw=r.arguments_raw,
-                result=r.result,
-                error=r.error,
-                status=r.status or "ok",
-                start_ns=r.start_ns or 0,
-                end_ns=r.end_ns or 0,
-                convention=r.convention or "",
-                step=r.step,
-                executed=bool(r.executed),
-            )
-        )
+    # positional construction from unpacked rows: this loop runs once per stored call
+    for (turn_id, trace_id, span_id, parent, name, call_id, arguments, raw, result, error,
+         status, start, end, convention, step, executed) in rows:
+        call = ToolCall(trace_id, span_id, parent, name, call_id, arguments, raw, result, error,
+                        status or "ok", start or 0, end or 0, convention or "", {}, step,
+                        bool(executed))
+        calls = per_turn.get(turn_id)
+        if calls is None:
+            per_turn[turn_id] = [call]
+        else:
+            calls.append(call)
     by_turn = {
         turn: [
             Call(
@@ -256,17 +247,23 @@ def scope_key(scope: dict[str, Any]) -> str:
     return f"turn:{scope['turn']}" if scope.get("kind") == "turn" else "conversation"
 
 
-def scored_keys(conn: Connection, ids: Sequence[int]) -> set[tuple[int, str, int, int]]:
-    """(conversation, expectation, version, change_seq) of the current results of `ids`."""
+CurrentKey = tuple[int, str, int, int]  # (conversation, expectation, version, change_seq)
+
+
+def current_results(conn: Connection, ids: Sequence[int]) -> dict[CurrentKey, list[int]]:
+    """The current results of `ids`: (conversation, expectation, version, change_seq) → the
+    ids of its result rows (one per scope)."""
     if not ids:
-        return set()
+        return {}
     r = results.c
     rows = conn.execute(
-        select(r.conversation_id, r.expectation, r.expectation_version, r.change_seq)
+        select(r.id, r.conversation_id, r.expectation, r.expectation_version, r.change_seq)
         .where(r.conversation_id.in_(list(ids)), r.current)
-        .distinct()
     )
-    return {(cid, slug, version, seq) for cid, slug, version, seq in rows}
+    out: dict[CurrentKey, list[int]] = {}
+    for rid, cid, slug, version, seq in rows:
+        out.setdefault((cid, slug, version, seq), []).append(rid)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,20 +275,24 @@ class Scored:
     results: tuple[Result, ...]
 
 
-def store_results(conn: Connection, scored: Sequence[Scored], now: float) -> int:
-    """Supersede the previous results of each (conversation, expectation); insert the new."""
+def store_results(
+    conn: Connection,
+    scored: Sequence[Scored],
+    now: float,
+    current: Mapping[CurrentKey, Sequence[int]],
+) -> int:
+    """Insert the new results; the `current` ones (`current_results`, read in this
+    transaction under the conversations' row locks) of each (conversation, expectation)
+    scored again stop being current. Superseded rows are found by primary key, so the cost
+    does not grow with the table."""
     if not scored:
         return 0
-    r = results.c
-    by_expectation: dict[str, list[int]] = {}
-    for s in scored:
-        by_expectation.setdefault(s.expectation.slug, []).append(s.conversation.id)
-    for slug, ids in by_expectation.items():
-        conn.execute(
-            update(results)
-            .where(r.current, r.expectation == slug, r.conversation_id.in_(sorted(set(ids))))
-            .values(current=False)
-        )
+    again = {(s.conversation.id, s.expectation.slug) for s in scored}
+    superseded = sorted(
+        rid for (cid, slug, _, _), rids in current.items() if (cid, slug) in again for rid in rids
+    )
+    if superseded:
+        conn.execute(update(results).where(results.c.id.in_(superseded)).values(current=False))
     rows: list[dict[str, Any]] = []
     tool_rows: list[dict[str, Any]] = []
     for s in scored:
