@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # How sure we are of a trace's conversation key; a higher rank replaces a lower one.
@@ -31,6 +32,24 @@ class ToolCall:
     attributes: dict[str, Any] = field(default_factory=dict)
     step: int | None = None
     executed: bool = True  # False: the model requested it but no execution span was seen
+
+    def evolve(self, **changes: Any) -> ToolCall:
+        """A copy with `changes` applied: `dataclasses.replace` without its per-call field
+        introspection (reconciliation copies every stored call it scores)."""
+        new = object.__new__(ToolCall)
+        for name, value in zip(_TOOL_CALL_FIELDS, _tool_call_values(self), strict=True):
+            _set(new, name, value)
+        for name, value in changes.items():
+            if name not in _TOOL_CALL_FIELD_SET:
+                raise TypeError(f"ToolCall has no field {name!r}")
+            _set(new, name, value)
+        return new
+
+
+_TOOL_CALL_FIELDS = tuple(f.name for f in fields(ToolCall))
+_TOOL_CALL_FIELD_SET = frozenset(_TOOL_CALL_FIELDS)
+_tool_call_values = operator.attrgetter(*_TOOL_CALL_FIELDS)
+_set = object.__setattr__
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,6 @@ in different OTLP requests, so they are paired here, at read time, by the worker
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,14 +139,14 @@ def reconcile(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) ->
         step = assigned[e.span_id].step
         request = paired.get(e.span_id)
         if request is None:
-            out.append(((step, LAST, e.start_ns, e.span_id), dataclasses.replace(e, step=step)))
+            out.append(((step, LAST, e.start_ns, e.span_id), e.evolve(step=step)))
         else:
             key = (step, request_index(request)[1], e.start_ns, e.span_id)
             out.append((key, _from_request(e, request, step)))
     for r in unanswered:
         step = group_of[r.span_id].step
         key = (step, request_index(r)[1], r.start_ns, r.span_id)
-        out.append((key, dataclasses.replace(r, step=step, executed=False)))
+        out.append((key, r.evolve(step=step, executed=False)))
     if notes is not None:
         _explain(notes, calls, folded, paired, assigned, unanswered, group_of)
     return [call for _, call in sorted(out, key=lambda item: item[0])]
@@ -179,8 +178,8 @@ def _from_request(execution: ToolCall, request: ToolCall, step: int) -> ToolCall
         unknown_arguments(arguments) or _collapsed_value(arguments, request.arguments)
     ):
         arguments, raw = request.arguments, request.arguments_raw
-    return dataclasses.replace(
-        execution, call_id=execution.call_id or request.call_id, arguments=arguments,
+    return execution.evolve(
+        call_id=execution.call_id or request.call_id, arguments=arguments,
         arguments_raw=raw, step=step, executed=True,
     )
 
