@@ -12,13 +12,16 @@ import uuid
 from types import TracebackType
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from collector.metrics import Metrics
-from collector.store import jobs, scoring
+from collector.store import jobs, maintenance, scoring
 from matcher import Selector, score
 from matcher.selector import parse_selector
 
 log = logging.getLogger(__name__)
+
+STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
 
 
 class Worker:
@@ -43,6 +46,7 @@ class Worker:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        self._next_statistics = 0.0
 
     async def __aenter__(self) -> Worker:
         self._task = asyncio.create_task(self.run(), name="tooltrail-worker")
@@ -81,7 +85,22 @@ class Worker:
 
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""
+        self.refresh_statistics()
         return self.score_settled() + self.work_chunk()
+
+    def refresh_statistics(self) -> None:
+        """Every STATISTICS_INTERVAL: analyze tables whose planner statistics are missing or
+        stale (`collector.store.maintenance`). A failure is logged; scoring goes on."""
+        now = time.monotonic()
+        if now < self._next_statistics:
+            return
+        self._next_statistics = now + STATISTICS_INTERVAL
+        try:
+            with self.engine.begin() as conn:
+                maintenance.refresh_statistics(conn)
+        except SQLAlchemyError:  # loop boundary: statistics are an optimisation
+            self.metrics.loop_errors.labels("statistics").inc()
+            log.warning("refreshing planner statistics failed", exc_info=True)
 
     def score_settled(self) -> int:
         """Score the conversations that changed and have been quiet for the settle time."""

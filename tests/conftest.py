@@ -66,3 +66,13 @@ def module_database_url(
 ) -> Iterator[str]:
     """Like database_url, shared by a module's tests."""
     yield from fresh_database(request.param, tmp_path_factory.mktemp("db"))
+
+
+@pytest.fixture
+def pg_url(tmp_path: Path) -> Iterator[str]:
+    """An empty PostgreSQL database at the newest schema (PostgreSQL-only tests)."""
+    from collector.store.db import migrate
+
+    for url in fresh_database("postgres", tmp_path):
+        migrate(url)
+        yield url

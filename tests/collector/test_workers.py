@@ -6,7 +6,6 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,23 +14,14 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from sqlalchemy import Engine, func, select
 
 from collector.bench.seed import seed
-from collector.store.db import make_engine, migrate
+from collector.store.db import make_engine
 from collector.store.jobs import get_job
 from collector.store.tables import conversations, results
-from tests.conftest import drop_postgres_database, new_postgres_database
 from tests.server import Server, running_server, running_workers
 from tests.spans import ToolStep, agent_turn, provider
 
 EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "in_order",
                "calls": [{"name": "lookup_order"}, {"name": "issue_refund"}]}
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    url = new_postgres_database()
-    migrate(url)
-    yield url
-    drop_postgres_database(url)
 
 
 def wait_until(predicate: Any, timeout: float, what: str) -> None:

@@ -1,0 +1,61 @@
+"""Workers keep planner statistics of tooltrail's tables when nothing else does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sqlalchemy import Connection, text
+
+from collector.bench.seed import seed
+from collector.metrics import Metrics
+from collector.store.db import make_engine, migrate
+from collector.store.maintenance import refresh_statistics, stale_tables
+from collector.worker import Worker
+
+IDS = ", ".join(str(i) for i in range(100, 120))
+QUERY = f"SELECT * FROM tool_calls WHERE conversation_id IN ({IDS})"
+
+
+def test_stale_tables_follows_the_autovacuum_rule() -> None:
+    rows = [("a", 1000, 151, True), ("b", 1000, 150, True), ("c", 0, 51, False),
+            ("d", 0, 50, False), ("e", 10, 5000, False)]
+    assert stale_tables(rows, autovacuum=False) == ["a", "c", "e"]
+    # autovacuum on: only what it has never analyzed (it will see to the rest)
+    assert stale_tables(rows, autovacuum=True) == ["c", "e"]
+
+
+def estimated_rows(conn: Connection) -> int:
+    plan = conn.execute(text(f"EXPLAIN (FORMAT JSON) {QUERY}")).scalar_one()
+    return int(plan[0]["Plan"]["Plan Rows"])
+
+
+def test_worker_analyzes_never_analyzed_tables(pg_url: str) -> None:
+    engine = make_engine(pg_url)
+    try:
+        seed(engine, 3000, 10)  # 20 conversations of 10 calls: 200 rows match QUERY
+        with engine.connect() as conn:
+            before = estimated_rows(conn)
+        worker = Worker(engine, Metrics(), settle_seconds=1, poll_seconds=0.1, batch=10,
+                        lease_seconds=30)
+        worker.refresh_statistics()
+        with engine.connect() as conn:
+            unanalyzed = conn.execute(text(
+                "SELECT relname FROM pg_stat_user_tables WHERE n_live_tup > 1000"
+                " AND last_analyze IS NULL AND last_autoanalyze IS NULL")).scalars().all()
+            after = estimated_rows(conn)
+        assert unanalyzed == []
+        assert before > 1000  # no statistics: the planner guesses far too many rows
+        assert 100 <= after <= 400, after
+        with engine.begin() as conn:  # nothing changed since: nothing to do
+            assert refresh_statistics(conn) == []
+    finally:
+        engine.dispose()
+
+
+def test_sqlite_optimize_runs(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    migrate(url)
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        assert refresh_statistics(conn) == []
+    engine.dispose()
