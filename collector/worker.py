@@ -137,15 +137,12 @@ class Worker:
             chunk = jobs.claim_chunk(conn, now=now, lease=self.lease, owner=self.owner)
         if chunk is None:
             return 0
-        with self.engine.begin() as conn:
+        with self.engine.begin() as conn:  # one transaction: the chunk's rows stay locked
             if not jobs.job_is_live(conn, chunk.job_id):
                 return 1
             ids = jobs.chunk_conversations(conn, chunk)
-            leased = scoring.lease_conversations(
-                conn, ids, now=now, lease=self.lease, owner=self.owner
-            )
-        busy = len(ids) - len(leased)
-        with self.engine.begin() as conn:
+            facts = scoring.lock_free(conn, ids, now=now)
+            busy = len(ids) - len(facts)
             current = {e.slug: e for e in scoring.active_expectations(conn)}
             wanted = [
                 current[slug]
@@ -153,15 +150,13 @@ class Worker:
                 if slug in current and current[slug].version == version
             ]
             selector = chunk.spec.get("selector")
-            owned = sorted(scoring.still_owned(conn, leased, self.owner))
-            facts = scoring.conversation_facts(conn, owned)
             if selector is not None:
                 job_selector = parse_selector(selector)
                 facts = [f for f in facts if _selected(job_selector, f)]
             failed = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
-            complete = {e.slug for e in wanted} == set(current)
-            scoring.release(conn, self.owner, leased, [f.id for f in facts] if complete else ())
+            if {e.slug for e in wanted} == set(current):
+                scoring.mark_scored(conn, [f.id for f in facts])
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
             else:

@@ -117,11 +117,49 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
     return paired
 
 
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """A call reconciliation kept, and where it goes, before any copy is made: `call` is the
+    execution (or a request never executed), `request` the request it answers."""
+
+    call: ToolCall
+    step: int
+    request: ToolCall | None = None
+
+    def merged(self) -> tuple[str | None, Any, str | None]:
+        """(call_id, arguments, arguments_raw): the execution's, with the request supplying a
+        missing call id and arguments the execution did not capture (or collapsed)."""
+        e, r = self.call, self.request
+        if r is None:
+            return e.call_id, e.arguments, e.arguments_raw
+        arguments, raw = e.arguments, e.arguments_raw
+        if not unknown_arguments(r.arguments) and (
+            unknown_arguments(arguments) or _collapsed_value(arguments, r.arguments)
+        ):
+            arguments, raw = r.arguments, r.arguments_raw
+        return e.call_id or r.call_id, arguments, raw
+
+    def resolved(self) -> ToolCall:
+        """The call as one ToolCall with its step."""
+        if self.request is None:
+            return self.call.evolve(step=self.step)
+        call_id, arguments, raw = self.merged()
+        return self.call.evolve(
+            call_id=call_id, arguments=arguments, arguments_raw=raw, step=self.step
+        )
+
+
 def reconcile(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> list[ToolCall]:
     """One turn's stored rows → each call once, with `step`, in (step, request order, start).
 
     `notes`, when given, receives span id → what became of that row (for `tooltrail extract`).
     """
+    return [p.resolved() for p in place(calls, notes)]
+
+
+def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> list[Placed]:
+    """What `reconcile` returns, before the calls are copied: for readers that need only some
+    fields (the scoring worker) and should not pay for a copy of every call."""
     folded = collapse(c for c in calls if c.executed)
     executions = sorted(folded.calls, key=lambda c: (c.start_ns, c.span_id))
     groups = _request_groups(c for c in calls if not c.executed)
@@ -134,22 +172,19 @@ def reconcile(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) ->
     live = {id(g): g for g in (*assigned.values(), *(group_of[r.span_id] for r in unanswered))}
     for step, group in enumerate(sorted(live.values(), key=lambda g: g.start)):
         group.step = step
-    out: list[tuple[tuple[int, int, int, str], ToolCall]] = []
+    out: list[tuple[tuple[int, int, int, str], Placed]] = []
     for e in executions:
         step = assigned[e.span_id].step
         request = paired.get(e.span_id)
-        if request is None:
-            out.append(((step, LAST, e.start_ns, e.span_id), e.evolve(step=step)))
-        else:
-            key = (step, request_index(request)[1], e.start_ns, e.span_id)
-            out.append((key, _from_request(e, request, step)))
+        order = LAST if request is None else request_index(request)[1]
+        out.append(((step, order, e.start_ns, e.span_id), Placed(e, step, request)))
     for r in unanswered:
         step = group_of[r.span_id].step
         key = (step, request_index(r)[1], r.start_ns, r.span_id)
-        out.append((key, r.evolve(step=step, executed=False)))
+        out.append((key, Placed(r, step)))
     if notes is not None:
         _explain(notes, calls, folded, paired, assigned, unanswered, group_of)
-    return [call for _, call in sorted(out, key=lambda item: item[0])]
+    return [placed for _, placed in sorted(out, key=lambda item: item[0])]
 
 
 def _explain(
@@ -170,18 +205,6 @@ def _explain(
             notes[request.span_id] = f"answered by span {span}"
     for r in unanswered:
         notes[r.span_id] = f"step {group_of[r.span_id].step}: requested, never executed"
-
-
-def _from_request(execution: ToolCall, request: ToolCall, step: int) -> ToolCall:
-    arguments, raw = execution.arguments, execution.arguments_raw
-    if not unknown_arguments(request.arguments) and (
-        unknown_arguments(arguments) or _collapsed_value(arguments, request.arguments)
-    ):
-        arguments, raw = request.arguments, request.arguments_raw
-    return execution.evolve(
-        call_id=execution.call_id or request.call_id, arguments=arguments,
-        arguments_raw=raw, step=step, executed=True,
-    )
 
 
 def _infer_groups(executions: list[ToolCall], assigned: dict[str, _Group]) -> None:
