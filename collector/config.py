@@ -41,6 +41,11 @@ class Settings(BaseSettings):
         2.0, ge=0, description="a conversation is scored once quiet this long"
     )
     worker: bool = Field(True, description="run the embedded scoring worker in `serve`")
+    worker_process: bool = Field(
+        True,
+        description="run the embedded worker in a child process (on another core) rather than "
+        "a thread of the server",
+    )
     migrate: bool = Field(True, description="apply migrations when `serve` starts")
     max_request_bytes: int = Field(
         64 * MIB, gt=0, description="largest OTLP request accepted, after decompression"

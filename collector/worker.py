@@ -72,16 +72,20 @@ class Worker:
     async def run(self) -> None:
         """Work until cancelled; sleep `poll` seconds when there is nothing to do."""
         while True:
-            try:
-                busy = await asyncio.to_thread(self.round)
-            except Exception:  # loop boundary: log, count, keep going
-                self.metrics.loop_errors.labels("worker").inc()
-                log.exception("worker round failed")
-                busy = 0
+            busy = await asyncio.to_thread(self.safe_round)
             if not busy:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.poll)
+
+    def safe_round(self) -> int:
+        """`round`, with its failure logged and counted (the work is retried next round)."""
+        try:
+            return self.round()
+        except Exception:  # loop boundary: log, count, keep going
+            self.metrics.loop_errors.labels("worker").inc()
+            log.exception("worker round failed")
+            return 0
 
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""

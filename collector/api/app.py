@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI
+from sqlalchemy import Engine
 
 from collector import __version__
 from collector.api import errors
@@ -26,8 +27,31 @@ from collector.store.db import WalCheckpointer, make_engine
 from collector.store.rows import prepare
 from collector.store.writer import Writer
 from collector.worker import Worker
+from collector.worker_process import WorkerConfig, WorkerProcess
 
 log = logging.getLogger(__name__)
+
+
+def embedded_worker(settings: Settings, engine: Engine, metrics: Metrics) -> Worker | WorkerProcess:
+    """The scoring worker `serve` runs: a child process by default, else a thread."""
+    if settings.worker_process:
+        config = WorkerConfig(
+            database_url=settings.database_url,
+            settle_seconds=settings.settle_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+            batch=settings.worker_batch,
+            lease_seconds=settings.lease_seconds,
+            log_level=settings.log_level,
+        )
+        return WorkerProcess(config, metrics)
+    return Worker(
+        engine,
+        metrics,
+        settle_seconds=settings.settle_seconds,
+        poll_seconds=settings.worker_poll_seconds,
+        batch=settings.worker_batch,
+        lease_seconds=settings.lease_seconds,
+    )
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -66,18 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
         settings.max_request_bytes,
         interceptors=[ApiKeyInterceptor(keys)] if keys.enabled else [],
     )
-    worker = (
-        Worker(
-            engine,
-            metrics,
-            settle_seconds=settings.settle_seconds,
-            poll_seconds=settings.worker_poll_seconds,
-            batch=settings.worker_batch,
-            lease_seconds=settings.lease_seconds,
-        )
-        if settings.worker
-        else None
-    )
+    worker = embedded_worker(settings, engine, metrics) if settings.worker else None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
