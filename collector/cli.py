@@ -8,15 +8,18 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from collector.config import Settings
+if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
+    from collector.config import Settings
 
 log = logging.getLogger("tooltrail")
 
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per Settings field (`--database-url`, `--no-worker`, …); unset flags stay None."""
+    from collector.config import Settings
+
     parser.add_argument("--config", help="a YAML, TOML or JSON settings file")
     for name, field in Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")
@@ -34,6 +37,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from the environment, the config file and the flags given."""
+    from collector.config import Settings
+
     overrides = {name: getattr(args, name, None) for name in Settings.model_fields}
     return Settings.load(args.config, **overrides)
 

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
         64 * MIB, gt=0, description="largest OTLP request accepted, after decompression"
     )
     max_queue_bytes: int = Field(
-        32 * MIB, gt=0,
+        8 * MIB, gt=0,
         description="bytes of requests admitted and not yet answered; above it, ingest answers "
         "a retryable overload (503 / UNAVAILABLE)",
     )

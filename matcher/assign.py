@@ -14,7 +14,6 @@ from math import perm
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import linear_sum_assignment
 
 _BRUTE_FORCE = 24  # assignments up to this many candidate pairings are enumerated
 
@@ -136,6 +135,10 @@ def optimal_assignment(
         return [(0, best)] if n == 1 else [(best, 0)]
     if perm(max(n, m), min(n, m)) <= _BRUTE_FORCE:
         return _tiny_assignment(scores, n, m)
+    # imported on first use: SciPy's optimize package costs ~50 MB of memory in every process
+    # that imports the matcher, and most trajectories never need it
+    from scipy.optimize import linear_sum_assignment
+
     rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)
     return [(int(i), int(j)) for i, j in zip(rows, cols, strict=True)]
 

@@ -7,17 +7,16 @@ import contextlib
 import logging
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 from collector.store import jsonio
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +108,10 @@ def _checkpoint(path: str, mode: str) -> None:
 
 
 def alembic_config(url: str) -> Config:
-    """An alembic Config for our migrations directory and `url`."""
+    """An alembic Config for our migrations directory and `url`. (Alembic is imported where
+    it is used: processes that never migrate, such as workers, do not pay its memory.)"""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
@@ -118,11 +120,16 @@ def alembic_config(url: str) -> Config:
 
 def migrate(url: str) -> None:
     """Apply every migration up to head."""
+    from alembic import command
+
     command.upgrade(alembic_config(url), "head")
 
 
 def at_head(engine: Engine) -> bool:
     """True when the database's schema is at the newest migration."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config(str(engine.url))).get_current_head()
     with engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
