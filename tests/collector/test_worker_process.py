@@ -81,3 +81,14 @@ def test_worker_exits_when_the_server_is_killed(tmp_path: object) -> None:
         server.process.send_signal(signal.SIGKILL)
         server.process.wait(10)
         wait(lambda: not alive(pid), 10, "worker exited after its server was killed")
+
+
+def test_thread_mode_scores_without_a_child(tmp_path: object) -> None:
+    with running_server(f"sqlite:///{tmp_path}/t.db", "--no-worker-process") as server:
+        with server.client() as client:
+            assert client.post("/api/v1/expectations", json=EXPECTATION).status_code == 201
+        tp = provider(OTLPSpanExporter(endpoint=f"{server.base_url}/v1/traces"))
+        agent_turn(tp, "wp-thread", [ToolStep("lookup_order", {"order_id": 3}, {})])
+        scored(server, "wp-thread")
+        assert worker_pids(server) == []
+        tp.shutdown()
