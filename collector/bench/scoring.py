@@ -127,7 +127,17 @@ def conversation_request(key: str, index: int) -> bytes:
     return request.SerializeToString()
 
 
+def ensure_expectation(url: str) -> None:
+    """The bench expectation exists (the rescoring runs create it; `--workers ""` skips them)."""
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        if queries.latest_expectation(conn, "bench") is None:
+            queries.add_expectation_version(conn, "bench", EXPECTATION, must_exist=False)
+    engine.dispose()
+
+
 def time_to_score(url: str, seconds: float, rate: float, settle: float) -> None:
+    ensure_expectation(url)
     acked: dict[str, float] = {}
     seen: dict[str, float] = {}
     with serve(url, "--settle-seconds", str(settle), "--worker-poll-seconds", "0.05") as server:
