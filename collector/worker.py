@@ -125,7 +125,7 @@ class Worker:
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
                 self._score(conn, facts, active)
-                scoring.release(conn, self.owner, owned, [f.id for f in facts])
+                scoring.release(conn, self.owner, owned, facts)
         except Exception:  # loop boundary: free the leases so the work is retried
             self.metrics.loop_errors.labels("score").inc()
             log.exception("scoring %d conversations failed", len(claimed))
@@ -160,7 +160,7 @@ class Worker:
             failed = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
             if {e.slug for e in wanted} == set(current):
-                scoring.mark_scored(conn, [f.id for f in facts])
+                scoring.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
             else:

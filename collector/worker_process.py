@@ -18,6 +18,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 RELAY_SECONDS = 1.0  # how often the child reports its counts
 RESTART_SECONDS = 1.0  # pause before a dead worker is started again
+MAX_RESTART_SECONDS = 30.0  # longest pause when it keeps dying
 WAKE, STOP = b"w", b"s"
 
 
@@ -76,6 +78,7 @@ class WorkerProcess:
         self._reports: Connection | None = None
         self._seen: Counts = {}
         self._task: asyncio.Task[None] | None = None
+        self._pipe_lock = threading.Lock()  # wake() runs in request threads
         self.restarts = 0
 
     @property
@@ -98,6 +101,10 @@ class WorkerProcess:
                 await self._task
             self._task = None
         self._send(STOP)
+        with self._pipe_lock:  # EOF on its control pipe stops the child too (if STOP was lost)
+            if self._control is not None:
+                self._control.close()
+                self._control = None
         process = self._process
         if process is not None:
             await asyncio.to_thread(process.join, 10)
@@ -105,54 +112,77 @@ class WorkerProcess:
                 log.warning("scoring worker %s did not stop in 10 s: terminating", process.pid)
                 process.terminate()
                 await asyncio.to_thread(process.join, 5)
+            if process.is_alive():
+                process.kill()
+                await asyncio.to_thread(process.join, 5)
         self._relay()
         self._close()
 
     def _start(self) -> None:
         control_recv, control_send = self._ctx.Pipe(duplex=False)
         reports_recv, reports_send = self._ctx.Pipe(duplex=False)
-        self._process = self._ctx.Process(
+        process = self._ctx.Process(
             target=main,
             args=(asdict(self.config), control_recv, reports_send, os.getpid()),
             name="tooltrail-worker",
             daemon=True,
         )
-        self._process.start()
-        control_recv.close()  # the child has its own copies now
-        reports_send.close()
+        try:
+            process.start()
+        except BaseException:
+            for conn in (control_recv, control_send, reports_recv, reports_send):
+                conn.close()
+            raise
+        finally:
+            control_recv.close()  # the child has its own copies now
+            reports_send.close()
         os.set_blocking(control_send.fileno(), False)  # a full pipe already holds a wake
-        self._control, self._reports = control_send, reports_recv
+        with self._pipe_lock:
+            self._process = process
+            self._control, self._reports = control_send, reports_recv
         self._seen = {}  # a new process counts from zero
         log.info("scoring worker process %s started", self._process.pid)
 
     def _send(self, message: bytes) -> None:
-        if self._control is None:
-            return
-        with contextlib.suppress(BlockingIOError, BrokenPipeError, OSError):
-            self._control.send_bytes(message)
+        with self._pipe_lock:
+            if self._control is None:
+                return
+            with contextlib.suppress(BlockingIOError, BrokenPipeError, OSError):
+                self._control.send_bytes(message)
 
     def _close(self) -> None:
-        for conn in (self._control, self._reports):
-            if conn is not None:
-                conn.close()
-        self._control = self._reports = None
+        with self._pipe_lock:
+            for conn in (self._control, self._reports):
+                if conn is not None:
+                    conn.close()
+            self._control = self._reports = None
 
     async def _supervise(self) -> None:
+        delay = RESTART_SECONDS
         while True:
             await asyncio.sleep(RELAY_SECONDS / 2)
-            self._relay()
-            process = self._process
-            if process is not None and not process.is_alive():
+            try:
+                self._relay()
+                process = self._process
+                if process is None or process.is_alive():
+                    delay = RESTART_SECONDS
+                    continue
                 self.metrics.loop_errors.labels("worker_process").inc()
                 log.error(
-                    "scoring worker process %s died (exit code %s): starting another",
+                    "scoring worker process %s died (exit code %s): starting another in %.0f s",
                     process.pid,
                     process.exitcode,
+                    delay,
                 )
                 self.restarts += 1
+                self._relay()  # its last reports
                 self._close()
-                await asyncio.sleep(RESTART_SECONDS)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RESTART_SECONDS)  # a crash loop backs off
                 self._start()
+            except Exception:  # loop boundary: supervision must go on (e.g. spawn failed)
+                self.metrics.loop_errors.labels("worker_process").inc()
+                log.exception("supervising the scoring worker failed; retrying")
 
     def _relay(self) -> None:
         """Add what the child counted since its last report to our own counters."""
@@ -219,7 +249,8 @@ def _stop_asked(control: Connection, timeout: float) -> bool:
     stop = False
     try:
         while control.poll(timeout):
-            stop = stop or control.recv_bytes() == STOP
+            message = control.recv_bytes()  # always read: an unread message keeps poll() true
+            stop = stop or message == STOP
             timeout = 0.0
     except EOFError:  # the server closed its end: it is gone or stopping
         return True

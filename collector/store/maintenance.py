@@ -40,6 +40,8 @@ def stale_tables(rows: list[Any], autovacuum: bool) -> list[str]:
 def refresh_statistics(conn: Connection) -> list[str]:
     """Analyze our tables whose statistics are missing or stale; returns their names."""
     if conn.dialect.name == "sqlite":
+        # a bounded sample: an unlimited ANALYZE of a large table would hold the write lock
+        conn.exec_driver_sql("PRAGMA analysis_limit=400")
         conn.exec_driver_sql("PRAGMA optimize")
         return []
     if conn.dialect.name != "postgresql":

@@ -17,6 +17,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import ARRAY
@@ -42,6 +43,8 @@ def among(conn: Connection, column: ColumnElement[Any], ids: Iterable[int]) -> C
         return column == any_(bindparam(None, list(ids), type_=ARRAY(BigInteger())))
     return column.in_(list(ids))
 
+
+SUPERSEDE_PER_STATEMENT = 10_000  # result ids per UPDATE (SQLite allows 32,766 parameters)
 
 # A call the model requested that never ran (approval denied, turn limit) is scored as called,
 # but failed: `error: false` specs and `require_no_errors` catch it.
@@ -109,16 +112,30 @@ def lock_free(conn: Connection, ids: Sequence[int], *, now: float) -> list[Conve
     return [_facts(r) for r in rows]
 
 
-def mark_scored(conn: Connection, ids: Sequence[int]) -> None:
-    """Mark conversations scored up to their change_seq (their row locks are held). Rows
-    already marked are not rewritten."""
-    if ids:
-        c = conversations.c
+def mark_scored(conn: Connection, facts: Sequence[ConversationFacts]) -> None:
+    """Mark conversations scored up to the change_seq whose trajectory was scored (the one in
+    their facts), never the live one: on SQLite a reader holds no row lock, and spans committed
+    after the facts were read must still be scored. Rows marked already are not rewritten."""
+    pairs = sorted({(f.id, f.change_seq) for f in facts})
+    if not pairs:
+        return
+    if conn.dialect.name == "postgresql":
         conn.execute(
-            update(conversations)
-            .where(among(conn, c.id, ids), c.scored_seq < c.change_seq)
-            .values(scored_seq=c.change_seq)
+            text(
+                "UPDATE conversations SET scored_seq = v.seq"
+                " FROM unnest(CAST(:ids AS bigint[]), CAST(:seqs AS bigint[])) AS v(id, seq)"
+                " WHERE conversations.id = v.id AND conversations.scored_seq < v.seq"
+            ),
+            {"ids": [i for i, _ in pairs], "seqs": [q for _, q in pairs]},
         )
+        return
+    c = conversations.c
+    conn.execute(
+        update(conversations)
+        .where(c.id == bindparam("b_id"), c.scored_seq < bindparam("b_seq"))
+        .values(scored_seq=bindparam("b_seq")),
+        [{"b_id": i, "b_seq": q} for i, q in pairs],
+    )
 
 
 def still_owned(conn: Connection, ids: Sequence[int], owner: str) -> set[int]:
@@ -135,22 +152,18 @@ def still_owned(conn: Connection, ids: Sequence[int], owner: str) -> set[int]:
     return {cid for (cid,) in rows}
 
 
-def release(conn: Connection, owner: str, ids: Iterable[int], scored: Iterable[int] = ()) -> None:
-    """Give up our leases; the `scored` ones are also marked scored up to their change_seq.
-
-    Marking is only right while this transaction holds their row locks (`still_owned`), so
-    that change_seq is still the one whose trajectory was scored.
-    """
-    c = conversations.c
+def release(
+    conn: Connection,
+    owner: str,
+    ids: Iterable[int],
+    scored: Sequence[ConversationFacts] = (),
+) -> None:
+    """Give up our leases; the `scored` conversations are also marked scored (`mark_scored`).
+    Called while this transaction holds their row locks (`still_owned`)."""
+    mark_scored(conn, scored)
     id_list = sorted(ids)
-    done = sorted(set(scored))
-    if done:
-        conn.execute(
-            update(conversations)
-            .where(among(conn, c.id, done), c.lease_owner == owner)
-            .values(scored_seq=c.change_seq, lease_until=None, lease_owner=None)
-        )
     if id_list:
+        c = conversations.c
         conn.execute(
             update(conversations)
             .where(among(conn, c.id, id_list), c.lease_owner == owner)
@@ -353,10 +366,9 @@ def store_results(
     superseded = sorted(
         rid for (cid, slug, _, _), rids in current.items() if (cid, slug) in again for rid in rids
     )
-    if superseded:
-        conn.execute(
-            update(results).where(among(conn, results.c.id, superseded)).values(current=False)
-        )
+    for start in range(0, len(superseded), SUPERSEDE_PER_STATEMENT):
+        part = superseded[start : start + SUPERSEDE_PER_STATEMENT]
+        conn.execute(update(results).where(among(conn, results.c.id, part)).values(current=False))
     rows: list[dict[str, Any]] = []
     tool_rows: list[dict[str, Any]] = []
     for s in scored:

@@ -46,3 +46,31 @@ def test_a_request_and_its_execution_count_once(database_url: str) -> None:
         (turn,) = trajectory(conn, 1).turns
     assert count == 1 and len(turn) == 1 and turn[0].error is None
     engine.dispose()
+
+
+def test_mark_scored_uses_the_scored_change_seq_not_the_live_one(database_url: str) -> None:
+    """Spans committed after the worker read a conversation must still be scored: marking uses
+    the change_seq that was read (on SQLite the worker holds no row lock meanwhile)."""
+    from sqlalchemy import select
+
+    from collector.store.scoring import conversation_facts, mark_scored
+    from collector.store.tables import conversations
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    c = conversations.c
+    first = conversation_batch(0, 2, random.Random(1), "m-")
+    with engine.begin() as conn:
+        write_batches(conn, [first], time.time())
+        (read,) = conversation_facts(conn, [1])
+    later = replace(first, calls=tuple(replace(x, span_id=x.span_id + "ff") for x in first.calls))
+    with engine.begin() as conn:  # committed between the read and the mark
+        write_batches(conn, [later], time.time())
+    with engine.begin() as conn:
+        mark_scored(conn, [read])
+        scored, change = conn.execute(select(c.scored_seq, c.change_seq)).one()
+    assert scored == read.change_seq < change  # still dirty: the later spans get scored
+    with engine.begin() as conn:  # an older read never moves the mark back
+        mark_scored(conn, [replace(read, change_seq=read.change_seq - 1)])
+        assert conn.execute(select(c.scored_seq)).scalar_one() == read.change_seq
+    engine.dispose()

@@ -92,3 +92,19 @@ def test_thread_mode_scores_without_a_child(tmp_path: object) -> None:
         scored(server, "wp-thread")
         assert worker_pids(server) == []
         tp.shutdown()
+
+
+def test_stop_is_seen_behind_other_messages_and_on_eof() -> None:
+    from multiprocessing import Pipe
+
+    from collector.worker_process import STOP, WAKE, _stop_asked
+
+    recv, send = Pipe(duplex=False)
+    send.send_bytes(STOP)
+    send.send_bytes(WAKE)  # a wake after the stop must not keep the child polling forever
+    assert _stop_asked(recv, 0.0) is True
+    send.send_bytes(WAKE)
+    assert _stop_asked(recv, 0.0) is False
+    send.close()
+    assert _stop_asked(recv, 0.0) is True  # the server is gone
+    recv.close()
