@@ -103,6 +103,9 @@ def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
         json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise InvalidPayload(f"body is not a valid OTLP/JSON request: {exc}") from exc
+    except SystemError as exc:  # upb on a field name that is a lone surrogate ("\udeba")
+        reason = exc.__cause__ or exc
+        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {reason}") from exc
     return request
 
 

@@ -179,3 +179,9 @@ def test_server_survived_the_fuzzing(server: Server) -> None:
         metrics = client.get("/metrics").text
     # an unexpected exception would have been answered 400 too, but counted here
     assert 'loop="http_export"' not in metrics and 'loop="grpc_export"' not in metrics
+
+
+def test_json_field_name_with_a_lone_surrogate_is_invalid_payload() -> None:
+    """Found by this fuzzer against the server: protobuf's upb answered SystemError."""
+    with pytest.raises(InvalidPayload, match="not a valid OTLP/JSON request"):
+        decode_body(b'{"resourceSpans":[{"\\udeba":1}]}', JSON, None, 1 << 20)
