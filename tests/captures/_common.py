@@ -118,3 +118,17 @@ TURNS = [
     ("Thanks, that's all!", [[text("You're welcome!")]]),
 ]
 SCRIPT = [r for _, rs in TURNS for r in rs]
+
+
+def expected_turns(failing=("convert_currency",)):
+    """The ground truth of TURNS: each turn's tool calls in order; the calls of one model
+    response share a step (its index in the turn); the `failing` tools raise."""
+    return [
+        {"calls": [
+            {"name": name, "arguments": args, "error": name in failing, "step": step, "call_id": cid}
+            for step, response in enumerate(responses)
+            for kind, *item in response if kind == "tool"
+            for name, args, cid in [item]
+        ]}
+        for _, responses in TURNS
+    ]

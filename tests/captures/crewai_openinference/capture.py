@@ -145,19 +145,7 @@ expected = {
     # Wrapper mode: the model's call ids never reach a span (tool spans carry none, no LLM span).
     # Event-listener mode: they are in the LLM spans' `output.value`.
     "call_ids_in_spans": EVENT_LISTENER,
-    "turns": [
-        {"calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
-            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
-            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
-        ]},
-        {"calls": [
-            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
-             "error": True, "step": 0, "call_id": "call_fx"},
-            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
-        ]},
-        {"calls": []},
-    ],
+    "turns": _common.expected_turns(),
     "notes": (
         "crewai.llms.base_llm.BaseLLM subclass with native function calling returning scripted OpenAI-style "
         "tool calls. One Crew (one agent, one task '{question}'), turn = one crew.kickoff(...). Conversation "

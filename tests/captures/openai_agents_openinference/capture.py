@@ -186,19 +186,7 @@ expected = {
     ),
     "instrumentation": INSTR,
     "conversation_id": CONV_ID,
-    "turns": [
-        {"calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
-            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
-            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
-        ]},
-        {"calls": [
-            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
-             "error": True, "step": 0, "call_id": "call_fx"},
-            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
-        ]},
-        {"calls": []},
-    ],
+    "turns": _common.expected_turns(),
     "notes": (
         "Model = real OpenAIResponsesModel over httpx.MockTransport (scripted Responses API). "
         "call_id = the id the model put on the function_call item (appears on the LLM span output; "

@@ -100,19 +100,7 @@ expected = {
     "framework": "pydantic-ai+mcp",
     "library_versions": _common.versions("pydantic-ai-slim", "fastmcp-slim", "mcp", "opentelemetry-sdk"),
     "conversation_id": CONV_ID,
-    "turns": [
-        {"calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
-            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
-            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
-        ]},
-        {"calls": [
-            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
-             "error": True, "step": 0, "call_id": "call_fx"},
-            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
-        ]},
-        {"calls": []},
-    ],
+    "turns": _common.expected_turns(),
     "notes": (
         "Tools served by an in-process FastMCP server through pydantic_ai.mcp.MCPToolset(tool_error_behavior='failed'). "
         "Each call appears as up to THREE spans with gen_ai.operation.name=execute_tool in one ancestor chain: "

@@ -124,19 +124,7 @@ expected = {
     "library_versions": _common.versions("strands-agents", "opentelemetry-sdk"),
     "otel_semconv_stability_opt_in": os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN"),
     "conversation_id": CONV_ID,
-    "turns": [
-        {"calls": [
-            {"name": "get_weather", "arguments": {"city": "Paris"}, "error": False, "step": 0, "call_id": "call_w_paris"},
-            {"name": "get_weather", "arguments": {"city": "London"}, "error": False, "step": 0, "call_id": "call_w_london"},
-            {"name": "get_time", "arguments": {"city": "Paris"}, "error": False, "step": 1, "call_id": "call_t_paris"},
-        ]},
-        {"calls": [
-            {"name": "convert_currency", "arguments": {"amount": 100, "from_currency": "EUR", "to_currency": "USD"},
-             "error": True, "step": 0, "call_id": "call_fx"},
-            {"name": "get_weather", "arguments": {"city": "Berlin"}, "error": False, "step": 1, "call_id": "call_w_berlin"},
-        ]},
-        {"calls": []},
-    ],
+    "turns": _common.expected_turns(),
     "notes": (
         "Custom strands Model provider streaming scripted events. Conversation id via "
         "Agent(trace_attributes={'session.id': ...}) (Strands' documented way). Turn = one agent(...) call. "
