@@ -108,7 +108,7 @@ def cmd_serve(settings: Settings) -> int:
 def cmd_worker(settings: Settings) -> int:
     from collector.metrics import Metrics
     from collector.store.db import make_engine
-    from collector.worker import Worker
+    from collector.worker import Worker, WorkerConfig
 
     async def run() -> None:
         engine = make_engine(settings.database_url)
@@ -116,14 +116,7 @@ def cmd_worker(settings: Settings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        worker = Worker(
-            engine,
-            Metrics(),
-            settle_seconds=settings.settle_seconds,
-            poll_seconds=settings.worker_poll_seconds,
-            batch=settings.worker_batch,
-            lease_seconds=settings.lease_seconds,
-        )
+        worker = Worker.from_config(engine, Metrics(), WorkerConfig.from_settings(settings))
         async with worker:
             log.info(
                 "tooltrail worker %s running on %s", worker.owner, _safe_url(settings.database_url)

@@ -9,7 +9,9 @@ import os
 import socket
 import time
 import uuid
+from dataclasses import dataclass
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -19,9 +21,36 @@ from collector.store import jobs, maintenance, scoring
 from matcher import Selector, score
 from matcher.selector import parse_selector
 
+if TYPE_CHECKING:
+    from collector.config import Settings
+
 log = logging.getLogger(__name__)
 
 STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    """What a worker needs, as plain values (a spawned worker process gets it pickled and does
+    not import the settings model)."""
+
+    database_url: str
+    settle_seconds: float
+    poll_seconds: float
+    batch: int
+    lease_seconds: float
+    log_level: str = "info"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WorkerConfig:
+        return cls(
+            database_url=settings.database_url,
+            settle_seconds=settings.settle_seconds,
+            poll_seconds=settings.worker_poll_seconds,
+            batch=settings.worker_batch,
+            lease_seconds=settings.lease_seconds,
+            log_level=settings.log_level,
+        )
 
 
 class Worker:
@@ -47,6 +76,18 @@ class Worker:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._next_statistics = 0.0
+
+    @classmethod
+    def from_config(cls, engine: Engine, metrics: Metrics, config: WorkerConfig) -> Worker:
+        """A worker on `engine` (which should be on `config.database_url`)."""
+        return cls(
+            engine,
+            metrics,
+            settle_seconds=config.settle_seconds,
+            poll_seconds=config.poll_seconds,
+            batch=config.batch,
+            lease_seconds=config.lease_seconds,
+        )
 
     async def __aenter__(self) -> Worker:
         self._task = asyncio.create_task(self.run(), name="tooltrail-worker")

@@ -20,12 +20,13 @@ import os
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 from collector.metrics import Metrics
+from collector.worker import WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -33,18 +34,6 @@ RELAY_SECONDS = 1.0  # how often the child reports its counts
 RESTART_SECONDS = 1.0  # pause before a dead worker is started again
 MAX_RESTART_SECONDS = 30.0  # longest pause when it keeps dying
 WAKE, STOP = b"w", b"s"
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    """What the child needs (plain values: the child does not import the settings model)."""
-
-    database_url: str
-    settle_seconds: float
-    poll_seconds: float
-    batch: int
-    lease_seconds: float
-    log_level: str = "info"
 
 
 Counts = dict[str, dict[tuple[str, ...], float]]  # metric → label values → total
@@ -219,14 +208,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
     )
     engine = make_engine(cfg.database_url, pool_size=2)
     metrics = Metrics()
-    worker = Worker(
-        engine,
-        metrics,
-        settle_seconds=cfg.settle_seconds,
-        poll_seconds=cfg.poll_seconds,
-        batch=cfg.batch,
-        lease_seconds=cfg.lease_seconds,
-    )
+    worker = Worker.from_config(engine, metrics, cfg)
     next_report = 0.0
     try:
         while os.getppid() == parent:

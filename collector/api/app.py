@@ -26,32 +26,18 @@ from collector.receivers.grpc import GrpcReceiver
 from collector.store.db import WalCheckpointer, make_engine
 from collector.store.rows import prepare
 from collector.store.writer import Writer
-from collector.worker import Worker
-from collector.worker_process import WorkerConfig, WorkerProcess
+from collector.worker import Worker, WorkerConfig
+from collector.worker_process import WorkerProcess
 
 log = logging.getLogger(__name__)
 
 
 def embedded_worker(settings: Settings, engine: Engine, metrics: Metrics) -> Worker | WorkerProcess:
     """The scoring worker `serve` runs: a child process by default, else a thread."""
+    config = WorkerConfig.from_settings(settings)
     if settings.worker_process:
-        config = WorkerConfig(
-            database_url=settings.database_url,
-            settle_seconds=settings.settle_seconds,
-            poll_seconds=settings.worker_poll_seconds,
-            batch=settings.worker_batch,
-            lease_seconds=settings.lease_seconds,
-            log_level=settings.log_level,
-        )
         return WorkerProcess(config, metrics)
-    return Worker(
-        engine,
-        metrics,
-        settle_seconds=settings.settle_seconds,
-        poll_seconds=settings.worker_poll_seconds,
-        batch=settings.worker_batch,
-        lease_seconds=settings.lease_seconds,
-    )
+    return Worker.from_config(engine, metrics, config)
 
 
 def create_app(settings: Settings) -> FastAPI:
