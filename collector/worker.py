@@ -18,6 +18,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from collector.metrics import Metrics
 from collector.store import jobs, maintenance, scoring
+from collector.tasks import cancel
 from matcher import Selector, score
 from matcher.selector import parse_selector
 
@@ -100,11 +101,8 @@ class Worker:
         tb: TracebackType | None,
     ) -> None:
         """Stop after the current round. Safe if never started."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel(self._task)
+        self._task = None
 
     def wake(self) -> None:
         """Start the next round now (e.g. an expectation was created)."""

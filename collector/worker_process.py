@@ -26,6 +26,7 @@ from multiprocessing.process import BaseProcess
 from typing import Any
 
 from collector.metrics import Metrics
+from collector.tasks import cancel
 from collector.worker import WorkerConfig
 
 log = logging.getLogger(__name__)
@@ -84,11 +85,8 @@ class WorkerProcess:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel(self._task)
+        self._task = None
         self._send(STOP)
         with self._pipe_lock:  # EOF on its control pipe stops the child too (if STOP was lost)
             if self._control is not None:

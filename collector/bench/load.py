@@ -19,6 +19,7 @@ from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from collector.bench.traces import RequestFactory
+from collector.tasks import cancel
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -300,9 +301,6 @@ async def run_clients(
     tasks = [asyncio.create_task(client(i, s)) for i, s in enumerate(senders)]
     pace = asyncio.create_task(pacer()) if rate else None
     await asyncio.gather(*tasks)
-    if pace is not None:
-        pace.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await pace
+    await cancel(pace)
     stats.finished = time.perf_counter()
     return stats

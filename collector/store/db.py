@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import sqlite3
 from pathlib import Path
@@ -14,6 +13,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 from collector.store import jsonio
+from collector.tasks import cancel
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -83,9 +83,7 @@ class WalCheckpointer:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel(self._task)
             self._task = None
             if self.path:
                 await asyncio.to_thread(_checkpoint, self.path, "TRUNCATE")

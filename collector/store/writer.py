@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from collector.store.persist import (
     record_ingest_errors,
     write_prepared,
 )
+from collector.tasks import cancel
 
 log = logging.getLogger(__name__)
 MAX_PENDING_ERROR_ROWS = 1000  # ingest-error rows waiting for a commit; older ones are dropped
@@ -126,9 +126,7 @@ class Writer:
         if self._error_rows:
             self._queue.put_nowait(None)
         await self._queue.join()
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        await cancel(self._task)
         self._task = None
         self._queue = None
 
