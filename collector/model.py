@@ -67,6 +67,14 @@ class TraceInfo:
     has_agent_root: bool
     attributes: dict[str, Any] = field(default_factory=dict)
 
+    def __reduce__(self) -> tuple[type[TraceInfo], tuple[Any, ...]]:
+        # Pickled by the hundred from the ingest processes: positional arguments are about
+        # three times faster to pickle and unpickle than a slots dataclass's field-by-field state.
+        return TraceInfo, _trace_info_values(self)
+
+
+_trace_info_values = operator.attrgetter(*(f.name for f in fields(TraceInfo)))
+
 
 @dataclass(frozen=True, slots=True)
 class RejectedSpan:

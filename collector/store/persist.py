@@ -12,14 +12,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
-from sqlalchemy import Connection, Insert, Integer, Table, bindparam, delete, func, select, update
+from sqlalchemy import (
+    ColumnDefault,
+    Connection,
+    Insert,
+    Integer,
+    Table,
+    bindparam,
+    delete,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from collector.model import Batch, TraceInfo
+from collector.store.jsonio import dumps
 from collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
@@ -90,40 +102,46 @@ def merge_traces(batches: Iterable[Batch | PreparedBatch]) -> dict[str, TraceInf
     return {key: m.info for key, m in merged.items()}
 
 
+COUNTERS = ("turn_count", "call_count", "error_count", "change_seq", "scored_seq")
+COUNTER_DEFAULTS = ", ".join(  # their column defaults (applied by SQLAlchemy, not the server)
+    str(cast(ColumnDefault, conversations.c[name].default).arg) for name in COUNTERS
+)
+
+
 def ensure_conversations(
     conn: Connection, infos: Sequence[TraceInfo], now: float
 ) -> dict[str, int]:
     """Conversation key → id, creating missing conversations."""
-    keys = sorted({i.conversation_key for i in infos})
-    if not keys:
+    first = {i.conversation_key: i for i in infos}
+    if not first:
         return {}
-    rows = [
-        {
-            "key": i.conversation_key,
-            "service": i.service,
-            "agents": sorted(i.agents),
-            "attributes": i.attributes,
-            "first_seen": now,
-            "last_seen": now,
-            "start_ns": i.start_ns,
-            "end_ns": i.end_ns,
-        }
-        for i in sorted({i.conversation_key: i for i in infos}.values(),
-                        key=lambda i: i.conversation_key)
-    ]
-    found: dict[str, int] = {}
-    for part in chunks(keys):
-        found.update((k, i) for k, i in conn.execute(
-            select(conversations.c.key, conversations.c.id).where(conversations.c.key.in_(part))
+    found: dict[str, int] = dict(lookup(conn, "conversations", "key", "key, id", list(first)))
+    missing = [first[k] for k in sorted(first) if k not in found]
+    if not missing:
+        return found
+    if conn.dialect.name == "postgresql":
+        columns = ("key", "service", "agents", "attributes", "first_seen", "last_seen",
+                   "start_ns", "end_ns")
+        kinds = ("text", "text", "jsonb", "jsonb", "float8", "float8", "bigint", "bigint")
+        arrays = ", ".join(f"%s::{kind}[]" for kind in kinds)
+        found.update((key, cid) for key, cid in conn.exec_driver_sql(
+            f"INSERT INTO conversations ({', '.join(columns + COUNTERS)}) "
+            f"SELECT *, {COUNTER_DEFAULTS} "
+            f"FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING key, id",
+            ([i.conversation_key for i in missing], [i.service for i in missing],
+             [dumps(sorted(i.agents)) for i in missing], [dumps(i.attributes) for i in missing],
+             [now] * len(missing), [now] * len(missing), [i.start_ns for i in missing],
+             [i.end_ns for i in missing]),
         ))
-    missing = [r for r in rows if r["key"] not in found]
-    if missing:
-        conn.execute(insert_ignore(conn, conversations), missing)
-        for part in chunks([r["key"] for r in missing]):
-            found.update((k, i) for k, i in conn.execute(
-                select(conversations.c.key, conversations.c.id)
-                .where(conversations.c.key.in_(part))
-            ))
+    else:
+        conn.execute(insert_ignore(conn, conversations), [
+            {"key": i.conversation_key, "service": i.service, "agents": sorted(i.agents),
+             "attributes": i.attributes, "first_seen": now, "last_seen": now,
+             "start_ns": i.start_ns, "end_ns": i.end_ns}
+            for i in missing
+        ])
+    late = [i.conversation_key for i in missing if i.conversation_key not in found]
+    found.update(lookup(conn, "conversations", "key", "key, id", late))  # another writer's
     return found
 
 
@@ -180,8 +198,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         for key, i in sorted(infos.items())
         if key not in existing
     ]
-    if new_turns:
-        insert_turns(conn, new_turns)
+    inserted = insert_turns(conn, new_turns) if new_turns else {}
     turn_updates: list[dict[str, Any]] = []
     moved: list[dict[str, Any]] = []
     for key, row in existing.items():
@@ -229,15 +246,13 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
             .values(conversation_id=bindparam("b_conv")),
             moved,
         )
+    conv_of = {u["b_id"]: u["b_conv"] for u in turn_updates}
+    turn_ids = {key: (row.id, conv_of[row.id]) for key, row in existing.items()}
     if new_turns:
-        turn_ids = {
-            key: (tid, cid)
-            for key, tid, cid in lookup(conn, "turns", "turn_key", "turn_key, id, conversation_id",
-                                        keys)
-        }
-    else:
-        conv_of = {u["b_id"]: u["b_conv"] for u in turn_updates}
-        turn_ids = {key: (row.id, conv_of[row.id]) for key, row in existing.items()}
+        turn_ids.update(inserted)
+        late = [key for key in keys if key not in turn_ids]  # SQLite, or another writer's
+        turn_ids.update((key, (tid, cid)) for key, tid, cid in lookup(
+            conn, "turns", "turn_key", "turn_key, id, conversation_id", late))
     insert_calls(conn, batches, turn_ids)
     touched |= {cid for _, cid in turn_ids.values()}
     seen: dict[int, dict[str, Any]] = {}
@@ -255,20 +270,22 @@ TURN_COLUMNS = ("conversation_id", "turn_key", "trace_id", "start_ns", "end_ns",
 PG_TURN_TYPES = ("bigint", "text", "text", "bigint", "bigint", "integer", "boolean", "jsonb")
 
 
-def insert_turns(conn: Connection, rows: list[tuple[Any, ...]]) -> None:
-    """Insert new turns (TURN_COLUMNS order), skipping any another writer just inserted."""
+def insert_turns(conn: Connection, rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:
+    """Insert new turns (TURN_COLUMNS order), skipping any another writer just inserted.
+    PostgreSQL returns turn key → (id, conversation id) of the rows it inserted; SQLite {}."""
     columns = ", ".join(TURN_COLUMNS)
     if conn.dialect.name == "postgresql":
         arrays = ", ".join(f"%s::{kind}[]" for kind in PG_TURN_TYPES)
-        conn.exec_driver_sql(
-            f"INSERT INTO turns ({columns}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING",
+        return {key: (tid, cid) for key, tid, cid in conn.exec_driver_sql(
+            f"INSERT INTO turns ({columns}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING "
+            "RETURNING turn_key, id, conversation_id",
             tuple(list(col) for col in zip(*rows, strict=True)),
-        )
-        return
+        )}
     marks = ", ".join("?" for _ in TURN_COLUMNS)
     conn.exec_driver_sql(
         f"INSERT INTO turns ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
     )
+    return {}
 
 
 def insert_calls(
@@ -314,6 +331,30 @@ def copy_rows(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None
             copy.write_row(row)
 
 
+# One statement on PostgreSQL: the counts, times and agents of the touched conversations are
+# aggregated where the rows are, instead of shipped to Python (same results as the generic path;
+# agents sorted by code point, as Python sorts them). Newly seen attributes never overwrite.
+REFRESH_PG = """
+WITH seen AS (SELECT * FROM unnest(%(ids)s::bigint[], %(seen)s::jsonb[]) AS s(id, attributes)),
+t AS (SELECT conversation_id AS id, count(*) AS n, min(start_ns) AS lo, max(end_ns) AS hi
+      FROM turns WHERE conversation_id = ANY(%(ids)s) GROUP BY conversation_id),
+k AS (SELECT conversation_id AS id, count(*) AS n, count(*) FILTER (WHERE status = 'error') AS e
+      FROM tool_calls WHERE conversation_id = ANY(%(ids)s) AND executed
+      GROUP BY conversation_id),
+a AS (SELECT id, jsonb_agg(agent ORDER BY agent COLLATE "C") AS agents
+      FROM (SELECT DISTINCT conversation_id AS id, jsonb_array_elements_text(agents) AS agent
+            FROM turns WHERE conversation_id = ANY(%(ids)s)) AS d GROUP BY id)
+UPDATE conversations AS c SET
+    turn_count = coalesce(t.n, 0), start_ns = coalesce(t.lo, 0), end_ns = coalesce(t.hi, 0),
+    call_count = coalesce(k.n, 0), error_count = coalesce(k.e, 0), last_seen = %(now)s,
+    agents = coalesce(a.agents, '[]'::jsonb), change_seq = c.change_seq + 1,
+    attributes = seen.attributes || c.attributes,
+    service = coalesce(nullif(c.service, ''), (seen.attributes || c.attributes) ->> 'service.name')
+FROM seen LEFT JOIN t ON t.id = seen.id LEFT JOIN k ON k.id = seen.id LEFT JOIN a ON a.id = seen.id
+WHERE c.id = seen.id
+"""
+
+
 def refresh_conversations(
     conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float
 ) -> None:
@@ -327,6 +368,10 @@ def refresh_conversations(
         conn.exec_driver_sql(
             "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (id_list,)
         )
+        conn.exec_driver_sql(REFRESH_PG, {
+            "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,
+        })
+        return
     stored: dict[int, tuple[dict[str, Any], str | None]] = {}
     turn_stats: dict[int, tuple[int, int, int]] = {}
     call_stats: dict[int, tuple[int, int]] = {}

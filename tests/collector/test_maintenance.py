@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from collector.bench.seed import seed
 from collector.metrics import Metrics
@@ -29,10 +30,27 @@ def estimated_rows(conn: Connection) -> int:
     return int(plan[0]["Plan"]["Plan Rows"])
 
 
+def wait_for_row_counts(engine: Engine, table: str, rows: int, seconds: float = 15) -> None:
+    """Until the statistics system counts `rows` live rows in `table` (sessions report their
+    counts when they end or go idle, not at commit: up to seconds later)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            live = conn.execute(text("SELECT n_live_tup FROM pg_stat_user_tables"
+                                     " WHERE relname = :t"), {"t": table}).scalar()
+        if live is not None and live >= rows:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{table}: live rows not reported within {seconds} s")
+
+
 def test_worker_analyzes_never_analyzed_tables(pg_url: str) -> None:
+    writer = make_engine(pg_url)
+    seed(writer, 3000, 10)  # 20 conversations of 10 calls: 200 rows match QUERY
+    writer.dispose()  # its sessions end and report their row counts to the statistics system
     engine = make_engine(pg_url)
     try:
-        seed(engine, 3000, 10)  # 20 conversations of 10 calls: 200 rows match QUERY
+        wait_for_row_counts(engine, "tool_calls", 30_000)
         with engine.connect() as conn:
             before = estimated_rows(conn)
         worker = Worker(engine, Metrics(), settle_seconds=1, poll_seconds=0.1, batch=10,
