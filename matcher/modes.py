@@ -169,9 +169,12 @@ def _argument_score(
     shares: Shares,
 ) -> None:
     """Optimal assignment of argument agreement within each tool name."""
+    expected = plan.calls
+    # Tools with an unpaired expected call that lists keys; the others score their maximum.
+    short = {expected[j].name for j, r in enumerate(match_l) if r < 0 and plan.lists_keys[j]}
     for name, rows, den, exact in plan.listed:
         unit.arg_den += den
-        if all(match_l[e.index] >= 0 for e in rows):
+        if name not in short:
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
             continue
         cols = by_name.get(name)

@@ -32,6 +32,7 @@ __all__ = [
     "Literal",
     "Mismatch",
     "ObjectSpec",
+    "ShareItems",
     "Spec",
     "canon_scalar",
     "check_json",
@@ -52,6 +53,9 @@ class Mismatch(NamedTuple):
 
 
 LITERAL_TEST, ABSENT_TEST, SPEC_TEST = "literal", "absent", "spec"
+
+# Per listed key: (key, matches, is `$absent`, fingerprint); see `ObjectSpec.share_items`.
+ShareItems = tuple[tuple[str, Callable[[Any], bool], bool, str | None], ...]
 
 ABSENT = "\0absent"
 """`Mismatch.expected` for a key that is present but must not be."""
@@ -148,7 +152,7 @@ class ObjectSpec(Spec):
         self.entries = entries
         self.exact = exact
         self._tests: tuple[tuple[str, str, Any], ...] | None = None
-        self._share_items: tuple[tuple[str, Any, bool, str | None], ...] | None = None
+        self._share_items: ShareItems | None = None
         self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
         # Cheap, discriminating literals first; `$absent` keys checked apart.
         checks = sorted(
@@ -192,7 +196,7 @@ class ObjectSpec(Spec):
                 hits += x is not MISSING and match(x)
         return hits / len(self._items)
 
-    def share_items(self) -> tuple[tuple[str, Any, bool, str | None], ...]:
+    def share_items(self) -> ShareItems:
         """Per listed key: (key, matches, is `$absent`, fingerprint). The fingerprint
         (the spec's JSON text, None for a literal) lets callers share a non-literal
         spec's verdict on one value between expected calls that repeat it."""
