@@ -80,10 +80,12 @@ def compatibility(
         if len(same) > _INDEX_MIN and e.index_key is not None:
             same = _candidates(e, args, same, index)
         check = e.check
-        if e.args_only:
-            adj.append([i for i in same if check(args[i])])
-        else:
-            adj.append([i for i in same if check(calls[i])])
+        values: Sequence[Any] = args if e.args_only else calls
+        row = []  # a plain loop: cheaper than a comprehension for a few same-name calls
+        for i in same:
+            if check(values[i]):
+                row.append(i)
+        adj.append(row)
     return adj
 
 
