@@ -27,7 +27,7 @@ class Shares:
     def __init__(self, calls: Sequence[Call]) -> None:
         self.calls = calls
         self.memo: dict[tuple[int, int], float] = {}
-        # (key, spec fingerprint, actual index) -> a non-literal spec's verdict there
+        # (key, `Spec.fingerprint`, actual index) -> a non-literal spec's verdict there
         self.verdicts: dict[tuple[str, str, int], bool] = {}
 
     def get(self, e: ExpectedCall, a: int) -> float:
