@@ -93,10 +93,7 @@ class Differences:
         """`strict` / `in_order`: expected calls left out of the longest chain."""
         in_chain = dict(chain)
         used = set(in_chain.values())
-        block_of = {}
-        for b, (s, t) in enumerate(blocks):
-            for a in range(s, t):
-                block_of[a] = b
+        block_of: dict[int, int] = {}  # filled on first use: most failures are not out of order
         rest = []
         for j in range(len(self.expected)):
             if j in in_chain:
@@ -107,6 +104,10 @@ class Differences:
                 continue
             a = next((x for x in free if x not in self.referenced), free[0])
             self.referenced.add(a)
+            if not block_of:
+                for b, (s, t) in enumerate(blocks):
+                    for x in range(s, t):
+                        block_of[x] = b
             anchor = self._anchor(j, a, chain, block_of)
             e = self.expected[j]
             self.diffs.append(explain.out_of_order(self.frame, e, a, self.calls[a], anchor))

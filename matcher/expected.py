@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .types import Call
-from .values import ObjectSpec, Spec
+from .values import ObjectSpec, ShareItems, Spec
 
 ORDERED_MODES = frozenset({"strict", "in_order"})
 
@@ -38,24 +38,23 @@ class ExpectedCall:
     # `error`/`result` spec is given (`args_only`), else on the whole call.
     check: Callable[[Any], bool] = field(default=_always, repr=False)
     args_only: bool = field(default=True, repr=False)
+    # The object spec whose top-level keys `argument_score` counts, if any, and its
+    # `share_items` (both fixed at parse time: read on every evaluation that fails).
+    listed: ObjectSpec | None = field(default=None, init=False, repr=False)
+    share_items: ShareItems | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         spec = self.checked_arguments
         if isinstance(spec, ObjectSpec):
             object.__setattr__(self, "index_key", spec.index_key())
+            if spec.entries:
+                object.__setattr__(self, "listed", spec)
+                object.__setattr__(self, "share_items", spec.share_items())
         if self.error is None and self.result is None:
             object.__setattr__(self, "check", _always if spec is None else spec.matches)
         else:
             object.__setattr__(self, "check", self.compatible_same_name)
             object.__setattr__(self, "args_only", False)
-
-    @property
-    def listed(self) -> ObjectSpec | None:
-        """The object spec whose top-level keys `argument_score` counts, if any."""
-        spec = self.checked_arguments
-        if isinstance(spec, ObjectSpec) and spec.entries:
-            return spec
-        return None
 
     def compatible(self, call: Call) -> bool:
         """Name, arguments, error and result specs all hold (MATCHING.md `compatible`)."""
@@ -111,7 +110,9 @@ def error_text(call: Call) -> str:
 class Plan:
     """What scoring needs from a list of expected calls, computed once at parse time."""
 
-    __slots__ = ("calls", "dup_of", "listed", "order", "per_name", "total_weight", "weights")
+    __slots__ = (
+        "calls", "dup_of", "listed", "lists_keys", "order", "per_name", "total_weight", "weights",
+    )  # fmt: skip
 
     def __init__(self, calls: tuple[ExpectedCall, ...]) -> None:
         self.calls = calls
@@ -122,6 +123,7 @@ class Plan:
         self.order = None if uniform else sorted(range(len(calls)), key=lambda j: -calls[j].weight)
         self.per_name: dict[str, tuple[int, float]] = {}
         listed: dict[str, list[ExpectedCall]] = {}
+        self.lists_keys = tuple(e.listed is not None for e in calls)
         for e in calls:
             count, weight = self.per_name.get(e.name, (0, 0.0))
             self.per_name[e.name] = (count + 1, weight + e.weight)

@@ -80,10 +80,12 @@ def compatibility(
         if len(same) > _INDEX_MIN and e.index_key is not None:
             same = _candidates(e, args, same, index)
         check = e.check
-        if e.args_only:
-            adj.append([i for i in same if check(args[i])])
-        else:
-            adj.append([i for i in same if check(calls[i])])
+        values: Sequence[Any] = args if e.args_only else calls
+        row = []  # a plain loop: cheaper than a comprehension for a few same-name calls
+        for i in same:
+            if check(values[i]):
+                row.append(i)
+        adj.append(row)
     return adj
 
 
@@ -169,9 +171,12 @@ def _argument_score(
     shares: Shares,
 ) -> None:
     """Optimal assignment of argument agreement within each tool name."""
+    expected = plan.calls
+    # Tools with an unpaired expected call that lists keys; the others score their maximum.
+    short = {expected[j].name for j, r in enumerate(match_l) if r < 0 and plan.lists_keys[j]}
     for name, rows, den, exact in plan.listed:
         unit.arg_den += den
-        if all(match_l[e.index] >= 0 for e in rows):
+        if name not in short:
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
             continue
         cols = by_name.get(name)

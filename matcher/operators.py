@@ -60,17 +60,30 @@ def norm_fold(s: str) -> str:
 
 
 class Op(Spec):
-    """One operator: a predicate with its JSON operand(s) and a description."""
+    """One operator: a predicate with its JSON operand(s) and a description.
 
-    __slots__ = ("_json", "_text")
+    `verdict`: the `verdict_json` form when it differs from `as_json` (an operand
+    that is itself a spec, e.g. `$contains: {…}`, whose object specs may be exact)."""
 
-    def __init__(self, pred: Callable[[Any], bool], as_json: dict[str, Any], text: str) -> None:
+    __slots__ = ("_json", "_text", "_verdict")
+
+    def __init__(
+        self,
+        pred: Callable[[Any], bool],
+        as_json: dict[str, Any],
+        text: str,
+        verdict: dict[str, Any] | None = None,
+    ) -> None:
         self.matches = pred
         self._json = as_json
         self._text = text
+        self._verdict = verdict
 
     def to_json(self) -> Any:
         return self._json
+
+    def verdict_json(self) -> Any:
+        return self._json if self._verdict is None else self._verdict
 
     def describe(self) -> str:
         return self._text
@@ -90,6 +103,12 @@ class AllOf(Spec):
         out: dict[str, Any] = {}
         for p in self.parts:
             out.update(p.to_json())
+        return out
+
+    def verdict_json(self) -> Any:
+        out: dict[str, Any] = {}
+        for p in self.parts:
+            out.update(p.verdict_json())
         return out
 
     def describe(self) -> str:
@@ -210,7 +229,9 @@ def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
             if text is not None
             else (f"a list containing {inner.describe()}")
         )
-        return Op(contains, {"$contains": inner.to_json()}, what)
+        return Op(
+            contains, {"$contains": inner.to_json()}, what, {"$contains": inner.verdict_json()}
+        )
     if op in _COMPARE:
         x = _number({op: arg}, op, path)
         cmp, sym = _COMPARE[op]
@@ -240,11 +261,17 @@ def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
             lambda v: _unordered(items, v),
             {"$unordered": [s.to_json() for s in items]},
             f"{show([s.to_json() for s in items])} in any order",
+            {"$unordered": [s.verdict_json() for s in items]},
         )
     if op == "$not":
         inner = compile_spec(arg, sub, exact)
         neg = inner.matches
-        return Op(lambda v: not neg(v), {"$not": inner.to_json()}, f"not {inner.describe()}")
+        return Op(
+            lambda v: not neg(v),
+            {"$not": inner.to_json()},
+            f"not {inner.describe()}",
+            {"$not": inner.verdict_json()},
+        )
     # $all
     if not isinstance(arg, (list, tuple)) or not arg:
         raise InvalidExpectation(path, "$all must be a non-empty list of specs")
@@ -254,6 +281,7 @@ def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
         lambda v: all(p(v) for p in preds),
         {"$all": [p.to_json() for p in parts]},
         " and ".join(p.describe() for p in parts),
+        {"$all": [p.verdict_json() for p in parts]},
     )
 
 

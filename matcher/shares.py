@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .types import Call
-from .values import MISSING, ObjectSpec
+from .values import MISSING, ShareItems
 
 
 class Shares:
@@ -27,7 +27,7 @@ class Shares:
     def __init__(self, calls: Sequence[Call]) -> None:
         self.calls = calls
         self.memo: dict[tuple[int, int], float] = {}
-        # (key, spec fingerprint, actual index) -> a non-literal spec's verdict there
+        # (key, `Spec.fingerprint`, actual index) -> a non-literal spec's verdict there
         self.verdicts: dict[tuple[str, str, int], bool] = {}
 
     def get(self, e: ExpectedCall, a: int) -> float:
@@ -35,17 +35,16 @@ class Shares:
         key = (e.index, a)
         s = self.memo.get(key)
         if s is None:
-            listed = e.listed
-            s = self._share(listed, a) if listed is not None else 0.0
+            items = e.share_items
+            s = self._share(e, items, a) if items is not None else 0.0
             self.memo[key] = s
         return s
 
-    def _share(self, listed: ObjectSpec, a: int) -> float:
-        """`listed.key_share` on call a, each non-literal spec judged once per value."""
+    def _share(self, e: ExpectedCall, items: ShareItems, a: int) -> float:
+        """`e.listed.key_share` on call a, each non-literal spec judged once per value."""
         v = self.calls[a].arguments
         if type(v) is not dict and not isinstance(v, Mapping):
-            return listed.key_share(v)
-        items = listed.share_items()
+            return e.listed.key_share(v) if e.listed is not None else 0.0
         verdicts = self.verdicts
         hits = 0
         for key, match, absent, fp in items:
@@ -92,12 +91,19 @@ def certified_total(
     row p takes w_p − δ and its column δ, δ the largest excess of a free row on a paired
     column. Feasible with sum base + V ⇒ optimal.
     """
-    free = [i for i, c in enumerate(paired) if c < 0]
-    used = {c for c in paired if c >= 0}
+    free = []
+    held = []
+    used = set()
+    for i, c in enumerate(paired):
+        if c < 0:
+            free.append(i)
+        else:
+            held.append(rows[i])
+            used.add(c)
     if not used:
         return None
     free_cols = [k for k in range(len(cols)) if k not in used]
-    quick = _column_bound(rows, cols, paired, free, free_cols, shares)
+    quick = _column_bound(rows, cols, held, free, free_cols, shares)
     if quick is not None:
         return quick
     val = {i: shares.matrix([rows[i]], cols)[0] for i in free}
@@ -127,28 +133,37 @@ def certified_total(
 def _column_bound(
     rows: Sequence[ExpectedCall],
     cols: Sequence[int],
-    paired: Sequence[int],
+    held: Sequence[ExpectedCall],
     free: Sequence[int],
     free_cols: Sequence[int],
     shares: Shares,
 ) -> float | None:
     """The cheap case of `certified_total`: no assignment beats Σ over columns of the
     best value any row can get there. A used column is bounded by the largest weight;
-    a free column by its best value over every row. When keeping the paired rows and
-    assigning the free rows optimally on the free columns reaches that bound, it is
-    optimal (values exact, so the comparison is exact)."""
-    held = [e for e, c in zip(rows, paired, strict=True) if c >= 0]
-    base = sum(e.weight for e in held)
-    top = max(e.weight for e in rows)
+    a free column by its best value over every row. When keeping the `held` (paired)
+    rows and assigning the free rows optimally on the free columns reaches that bound,
+    it is optimal (values exact, so the comparison is exact)."""
+    base = sum([e.weight for e in held])
+    top = max([e.weight for e in rows])
     if base != top * len(held):
         return None
     get = shares.get
     col_calls = [cols[k] for k in free_cols]
-    sub = [[rows[i].weight * get(rows[i], a) for a in col_calls] for i in free]
-    value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if col_calls else 0.0
+    sub = []
+    for i in free:
+        e = rows[i]
+        w = e.weight
+        sub.append([w * get(e, a) for a in col_calls])
+    value = sum([sub[i][j] for i, j in optimal_assignment(sub)]) if col_calls else 0.0
     # Exact values: the bound equals base + value iff each free column's best over the
     # free rows adds up to value and no held row does better on a free column.
-    col_best = [max([0.0, *(row[q] for row in sub)]) for q in range(len(col_calls))]
+    col_best = []
+    for q in range(len(col_calls)):
+        best = 0.0
+        for row in sub:
+            if row[q] > best:
+                best = row[q]
+        col_best.append(best)
     if sum(col_best) != value:
         return None
     for a, best in zip(col_calls, col_best, strict=True):

@@ -14,7 +14,8 @@ _IDENT = re.compile(r"[A-Za-z0-9_$\-]+")
 
 def key_path(prefix: str, key: str) -> str:
     """Append an object key to a field path: `a.b`, or `a["x.y"]` for awkward keys."""
-    if _IDENT.fullmatch(key):
+    # An ASCII identifier (`order_id`) is always plain: skip the regex for the usual key.
+    if (key.isascii() and key.isidentifier()) or _IDENT.fullmatch(key):
         return f"{prefix}.{key}" if prefix else key
     return f"{prefix}[{json.dumps(key, ensure_ascii=False)}]"
 

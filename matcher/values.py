@@ -3,7 +3,9 @@
 A spec is compiled from its JSON form (MATCHING.md, "Arguments" and "Values") into
 a tree of `Spec` nodes. Every node has a fast `matches(value)` predicate, a
 `mismatch(value)` explanation used only for failures, a human `describe()` and
-`to_json()` (the normalised JSON form, which parses back to the same spec).
+`to_json()` (the normalised JSON form, which parses back to the same spec under the
+same arguments mode). `fingerprint()` identifies the verdict itself: `to_json()` does
+not record whether object specs are exact, so it is no cache key for verdicts.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "Literal",
     "Mismatch",
     "ObjectSpec",
+    "ShareItems",
     "Spec",
     "canon_scalar",
     "check_json",
@@ -53,6 +56,9 @@ class Mismatch(NamedTuple):
 
 LITERAL_TEST, ABSENT_TEST, SPEC_TEST = "literal", "absent", "spec"
 
+# Per listed key: (key, matches, is `$absent`, fingerprint); see `ObjectSpec.share_items`.
+ShareItems = tuple[tuple[str, Callable[[Any], bool], bool, str | None], ...]
+
 ABSENT = "\0absent"
 """`Mismatch.expected` for a key that is present but must not be."""
 
@@ -70,6 +76,17 @@ class Spec:
     def to_json(self) -> Any:
         """The normalised JSON form."""
         raise NotImplementedError
+
+    def verdict_json(self) -> Any:
+        """`to_json()` plus what it leaves out that changes `matches`: the exactness of
+        every object spec inside (see `ObjectSpec.verdict_json`). Equal forms match
+        the same values."""
+        return self.to_json()
+
+    def fingerprint(self) -> str:
+        """The text of `verdict_json()`: a cache key for this spec's verdicts, shared
+        by equal specs (of any expected call) and by nothing else."""
+        return json.dumps(self.verdict_json(), sort_keys=True, default=str)
 
     def mismatch(self, value: Any) -> Mismatch | None:
         """The first difference, or None when the value matches."""
@@ -148,7 +165,7 @@ class ObjectSpec(Spec):
         self.entries = entries
         self.exact = exact
         self._tests: tuple[tuple[str, str, Any], ...] | None = None
-        self._share_items: tuple[tuple[str, Any, bool, str | None], ...] | None = None
+        self._share_items: ShareItems | None = None
         self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
         # Cheap, discriminating literals first; `$absent` keys checked apart.
         checks = sorted(
@@ -177,6 +194,11 @@ class ObjectSpec(Spec):
     def to_json(self) -> Any:
         return {k: s.to_json() for k, s in self.entries.items()}
 
+    def verdict_json(self) -> Any:
+        # `$object`/`$exact` are no operators: no other spec has this form.
+        return {"$object": {k: s.verdict_json() for k, s in self.entries.items()},
+                "$exact": self.exact}  # fmt: skip
+
     def key_share(self, v: Any) -> float:
         """The share of the listed keys that match (for `argument_score`)."""
         if not self.entries:
@@ -192,9 +214,9 @@ class ObjectSpec(Spec):
                 hits += x is not MISSING and match(x)
         return hits / len(self._items)
 
-    def share_items(self) -> tuple[tuple[str, Any, bool, str | None], ...]:
+    def share_items(self) -> ShareItems:
         """Per listed key: (key, matches, is `$absent`, fingerprint). The fingerprint
-        (the spec's JSON text, None for a literal) lets callers share a non-literal
+        (`Spec.fingerprint`, None for a literal) lets callers share a non-literal
         spec's verdict on one value between expected calls that repeat it."""
         if self._share_items is None:
             self._share_items = tuple(
@@ -202,9 +224,7 @@ class ObjectSpec(Spec):
                     key,
                     spec.matches,
                     isinstance(spec, AbsentSpec),
-                    None
-                    if isinstance(spec, (Literal, AbsentSpec))
-                    else json.dumps(spec.to_json(), sort_keys=True, default=str),
+                    None if isinstance(spec, (Literal, AbsentSpec)) else spec.fingerprint(),
                 )
                 for key, spec in self.entries.items()
             )
@@ -222,8 +242,7 @@ class ObjectSpec(Spec):
                 elif isinstance(spec, AbsentSpec):
                     tests.append((key, ABSENT_TEST, ("", None)))
                 else:
-                    text = json.dumps(spec.to_json(), sort_keys=True, default=str)
-                    tests.append((key, SPEC_TEST, (text, spec.matches)))
+                    tests.append((key, SPEC_TEST, (spec.fingerprint(), spec.matches)))
             self._tests = tuple(tests)
         return self._tests
 
@@ -276,6 +295,9 @@ class ListSpec(Spec):
 
     def to_json(self) -> Any:
         return [s.to_json() for s in self.items]
+
+    def verdict_json(self) -> Any:
+        return [s.verdict_json() for s in self.items]
 
     def mismatch(self, value: Any) -> Mismatch | None:
         if not isinstance(value, (list, tuple)) or len(value) != len(self.items):

@@ -1,15 +1,18 @@
-"""The argument_score shortcut: when its certificate holds it equals the full assignment."""
+"""The argument_score shortcut, and the verdicts `Shares` and `share_matrix` share."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matcher import Call, parse_expectation
+from matcher import Call, Trajectory, parse_expectation, score
+from matcher.agreement import share_matrix
 from matcher.assign import max_matching
 from matcher.shares import Shares, certified_total, small_total
+from matcher.values import ObjectSpec, compile_spec
 
 values = st.sampled_from([0, 1, "p", "q"])
 args = st.fixed_dictionaries({"x": values, "y": values})
@@ -44,3 +47,91 @@ def test_certified_total_is_the_optimum(
         assert listed is not None
         for a, c in enumerate(calls):
             assert shares.get(e, a) == listed.key_share(c.arguments)
+
+
+def _nested(ident: int, **options: Any) -> dict[str, Any]:
+    """An expected `t` call whose `include` spec `{items: true}` is the same text in
+    every call; only its exactness (from `arguments_match`) differs."""
+    return {"name": "t", "arguments": {"id": ident, "kind": "x", "include": {"items": True}},
+            **options}  # fmt: skip
+
+
+def _actual(ident: int) -> Call:
+    # `include` has a key the spec does not list: partial holds, exact does not.
+    return Call("t", {"id": ident, "kind": "x", "include": {"items": True, "history": False}})
+
+
+def test_exact_and_partial_copies_of_one_spec_do_not_share_verdicts() -> None:
+    """The verdict cache of `Shares` must tell `{items: true}` under `exact` from the
+    same text under `partial` (2 × 2 calls: `Shares` / `small_total`, 3 keys)."""
+    exp = parse_expectation({
+        "match": "unordered",
+        "calls": [_nested(1, arguments_match="exact"), _nested(2)],
+    })  # fmt: skip
+    calls = [_actual(1), _actual(2)]
+    r = score(exp, Trajectory.from_calls(calls))[0]
+    # Uncached shares (id, kind, include): the exact call e0 fails `include` everywhere,
+    # e0 on a0 = 2/3 (id, kind), on a1 = 1/3 (kind); the partial call e1 on a0 = 2/3
+    # (kind, include), on a1 = 3/3. Best: e0→a0 + e1→a1 = 5/3 over weight 2 → 5/6.
+    # (A shared verdict gave e1 `include` false too: 2/3 + 2/3 → 4/6.)
+    assert r.argument_score == pytest.approx(5 / 6, abs=1e-12)
+    plan = exp.plan
+    assert plan is not None
+    shares = Shares(calls)
+    for e in plan.calls:  # in either order, each share is the uncached one
+        for a, c in enumerate(calls):
+            assert e.listed is not None
+            assert shares.get(e, a) == e.listed.key_share(c.arguments)
+
+
+def test_exact_and_partial_copies_of_one_spec_in_the_share_matrix() -> None:
+    """The same for `agreement.share_matrix` (9 calls: more than SMALL cells)."""
+    body = [_nested(i) for i in range(7)] + [_nested(99), _nested(8, arguments_match="exact")]
+    exp = parse_expectation({"match": "unordered", "calls": body})
+    calls = [_actual(i) for i in range(9)]
+    r = score(exp, Trajectory.from_calls(calls))[0]
+    # Uncached: partial e0..e6 pair with a0..a6 (3/3 each); e7 (partial, id 99) scores
+    # 2/3 anywhere (kind, include); the exact e8 fails `include`, so 2/3 on a8 (id,
+    # kind), 1/3 elsewhere. Best: 7 + 2/3 + 2/3 over weight 9 → 25/27.
+    # (A shared verdict gave e8 `include` true, 3/3 on a8: 26/27.)
+    assert r.argument_score == pytest.approx(25 / 27, abs=1e-12)
+    plan = exp.plan
+    assert plan is not None
+    rows = list(plan.calls)
+    for order in (rows, rows[::-1]):
+        m = share_matrix(order, [c.arguments for c in calls], weighted=False)
+        for i, e in enumerate(order):
+            assert e.listed is not None
+            assert list(m[i]) == [e.listed.key_share(c.arguments) for c in calls]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"items": True},
+        {},
+        [{"items": True}],
+        {"$contains": {"items": True}},
+        {"$not": {"items": True, "history": False}},
+        {"$all": [{"items": True}]},
+        {"$unordered": [{"items": True}]},
+    ],
+)
+def test_fingerprints_tell_exactness_apart(spec: Any) -> None:
+    """Wherever an object spec sits (nested, in a list, under an operator), the
+    fingerprint of an `exact` copy differs from the `partial` one's."""
+    exact = compile_spec({"k": spec}, "arguments", True)
+    partial = compile_spec({"k": spec}, "arguments", False)
+    assert isinstance(exact, ObjectSpec) and isinstance(partial, ObjectSpec)
+    assert exact.share_items()[0][3] != partial.share_items()[0][3]
+    assert exact.key_tests()[0][2][0] != partial.key_tests()[0][2][0]
+
+
+def test_fingerprints_still_shared_by_equal_specs() -> None:
+    """Identical specs under the same mode keep one fingerprint (verdicts shared)."""
+    one = compile_spec({"k": {"$regex": "a|b"}, "n": {"x": 1}}, "arguments", True)
+    two = compile_spec({"n": {"x": 1}, "k": {"$regex": "a|b"}}, "arguments", True)
+    assert isinstance(one, ObjectSpec) and isinstance(two, ObjectSpec)
+    assert dict((k, fp) for k, _, _, fp in one.share_items()) == dict(
+        (k, fp) for k, _, _, fp in two.share_items()
+    )
