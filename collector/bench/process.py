@@ -3,6 +3,7 @@ by the OS (for benchmarks and tests)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -35,6 +36,8 @@ class ServerProcess:
 
 
 def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: float = 30) -> None:
+    """SIGTERM, SIGKILL after `timeout`; then SIGKILL whatever is left of its process group
+    (children orphaned by a kill would otherwise outlive the run and hold its pipes open)."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
     try:
@@ -42,6 +45,8 @@ def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: flo
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: see serve / workers
 
 
 @contextmanager
@@ -51,7 +56,8 @@ def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
     command = [sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
                "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True, env={**os.environ, **(env or {})})
+                               text=True, env={**os.environ, **(env or {})},
+                               start_new_session=True)
     log: list[str] = []
     ports: list[int] = []
     ready = threading.Event()
@@ -76,8 +82,8 @@ def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
     finally:
         _stop(process)
         reader.join(5)
-        if process.stderr is not None:
-            process.stderr.close()
+        if process.stderr is not None and not reader.is_alive():
+            process.stderr.close()  # (closing it under a blocked reader would wait for the read)
 
 
 @contextmanager
@@ -85,7 +91,8 @@ def workers(database_url: str, count: int, *flags: str) -> Iterator[list[subproc
     """Start `count` `tooltrail worker` processes; stop them (SIGTERM) afterwards."""
     command = [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url,
                *flags]
-    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  start_new_session=True)
                  for _ in range(count)]
     try:
         yield processes
