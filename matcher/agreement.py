@@ -8,14 +8,15 @@ and an operator shared by many expected calls is evaluated once per actual call:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from typing import TYPE_CHECKING, Any
 
 from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .values import ABSENT_TEST, LITERAL_TEST, canon_scalar
+
+if TYPE_CHECKING:  # NumPy is imported on first use (above SMALL cells): ~14 MB per process
+    import numpy as np
+    from numpy.typing import NDArray
 
 SMALL = 64  # up to this many cells, plain Python is faster than numpy
 
@@ -24,6 +25,8 @@ def share_matrix(
     rows: Sequence[ExpectedCall], col_args: Sequence[Any], *, weighted: bool = True
 ) -> NDArray[np.float64]:
     """[i, j]: (weight of row i ×) the share of row i's listed keys column j meets."""
+    import numpy as np
+
     n = len(col_args)
     m = np.zeros((len(rows), n))
     maps = [a if isinstance(a, Mapping) else None for a in col_args]

@@ -11,9 +11,11 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import permutations
 from math import perm
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:  # NumPy is imported where it is used: ~14 MB in each process otherwise
+    import numpy as np
+    from numpy.typing import NDArray
 
 _BRUTE_FORCE = 24  # assignments up to this many candidate pairings are enumerated
 
@@ -137,6 +139,7 @@ def optimal_assignment(
         return _tiny_assignment(scores, n, m)
     # imported on first use: SciPy's optimize package costs ~50 MB of memory in every process
     # that imports the matcher, and most trajectories never need it
+    import numpy as np
     from scipy.optimize import linear_sum_assignment
 
     rows, cols = linear_sum_assignment(np.asarray(scores, dtype=float), maximize=True)

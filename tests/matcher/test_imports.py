@@ -29,3 +29,24 @@ def test_public_api() -> None:
     }  # fmt: skip
     for name in matcher.__all__:
         assert getattr(matcher, name).__doc__
+
+
+def test_numpy_and_scipy_load_only_when_a_large_assignment_needs_them() -> None:
+    """Every process that scores (server, worker, ingest) imports the matcher; NumPy costs
+    ~14 MB and SciPy's optimize ~50 MB there, and small trajectories never use them."""
+    code = (
+        "import json, sys, matcher\n"
+        "from matcher.bench import case\n"
+        "for mode in ('strict', 'unordered'):\n"
+        "    matcher.score(*case(10, mode, failing=True))\n"
+        "before = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy'))\n"
+        "matcher.score(*case(300, 'unordered', failing=True))\n"
+        "after = sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})\n"
+        "print(json.dumps([before, after]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    before, after = json.loads(out)
+    assert before == []
+    assert "numpy" in after  # a 300-call failing evaluation does use it (share matrices)
