@@ -447,7 +447,11 @@ def drop_empty(conn: Connection, ids: set[int]) -> None:
         return
     has_turn = select(turns.c.id).where(turns.c.conversation_id == conversations.c.id).exists()
     for part in chunks(sorted(ids)):
-        conn.execute(delete(conversations).where(conversations.c.id.in_(part), ~has_turn))
+        gone = [cid for (cid,) in conn.execute(
+            delete(conversations).where(conversations.c.id.in_(part), ~has_turn)
+            .returning(conversations.c.id))]
+        if gone:  # none expected (their turns' calls moved with the turns); no foreign key
+            conn.execute(delete(tool_calls).where(tool_calls.c.conversation_id.in_(gone)))
 
 
 def record_ingest_errors(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:

@@ -72,3 +72,40 @@ def test_one_transaction_many_requests(database_url: str) -> None:
         counts = dict(conn.execute(select(conversations.c.key, conversations.c.call_count)).all())
     assert counts == {f"conv-{i}": 4 for i in range(5)}
     engine.dispose()
+
+
+def test_migration_0002_drops_the_tool_call_foreign_keys_and_keeps_the_rows(
+    database_url: str,
+) -> None:
+    from alembic import command
+
+    from collector.store.db import alembic_config
+
+    config = alembic_config(database_url)
+    command.upgrade(config, "0001")
+    engine = make_engine(database_url)
+    tp, spans = capture()
+    agent_turn(tp, "conv-mig", [ToolStep("a", {"x": 1}, 1), ToolStep("b", {}, 2)])
+    with engine.begin() as conn:
+        write_batches(conn, [extract(to_request(spans.get_finished_spans()))], time.time())
+    assert len(inspect(engine).get_foreign_keys("tool_calls")) == 2
+
+    command.upgrade(config, "head")
+    engine.dispose()  # SQLite: the table was recreated under the pooled connections
+    assert at_head(engine)
+    assert inspect(engine).get_foreign_keys("tool_calls") == []
+    with engine.connect() as conn:
+        assert sorted(conn.execute(select(tool_calls.c.name)).scalars()) == ["a", "b"]
+    indexes = {i["name"] for i in inspect(engine).get_indexes("tool_calls")}
+    assert {"ix_tool_calls_conversation", "ix_tool_calls_name", "ix_tool_calls_turn"} <= indexes
+    unique = inspect(engine).get_unique_constraints("tool_calls")
+    assert [u["column_names"] for u in unique] == [["trace_id", "span_id"]]  # resends skipped
+
+    command.downgrade(config, "0001")
+    engine.dispose()
+    referred = sorted(fk["referred_table"] for fk in inspect(engine).get_foreign_keys("tool_calls"))
+    assert referred == ["conversations", "turns"]
+    command.upgrade(config, "head")
+    engine.dispose()
+    assert inspect(engine).get_foreign_keys("tool_calls") == []
+    engine.dispose()
