@@ -365,8 +365,12 @@ def refresh_conversations(
     if conn.dialect.name == "postgresql":
         # Lock the conversations (in id order) before counting: a concurrent writer's rows are
         # then committed and seen by the counts below (each statement takes a new snapshot).
+        # NO KEY UPDATE: two recounts exclude each other, but not the key-share locks that
+        # inserting turns takes (turns' foreign key); FOR UPDATE would conflict with those,
+        # and two groups that both added turns to one conversation would deadlock.
         conn.exec_driver_sql(
-            "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (id_list,)
+            "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+            (id_list,),
         )
         conn.exec_driver_sql(REFRESH_PG, {
             "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,

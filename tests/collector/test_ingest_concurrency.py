@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from collector.extract import extract
 from collector.store.db import make_engine, migrate
-from collector.store.persist import prepare, write_prepared
+from collector.store.persist import insert_turns, prepare, refresh_conversations, write_prepared
 from collector.store.tables import conversations
 from tests.conftest import drop_postgres_database, new_postgres_database
 from tests.spans import ToolStep, agent_turn, capture, to_request
@@ -62,4 +62,45 @@ def test_overlapping_groups_keep_exact_counts(pg_url: str) -> None:
     with engine.connect() as conn:
         row = conn.execute(select(conversations).where(conversations.c.key == "shared")).one()
     assert (row.turn_count, row.call_count) == (6, 12)
+    engine.dispose()
+
+
+@pytest.mark.postgres
+def test_groups_that_both_add_turns_before_recounting_do_not_deadlock(pg_url: str) -> None:
+    """Inserting a turn takes a key-share lock on its conversation (the turns foreign key);
+    the recount must lock the conversation in a mode that does not conflict with it, or two
+    groups that both inserted turns into one conversation wait on each other (deadlock)."""
+    migrate(pg_url)
+    engine = make_engine(pg_url)
+    with engine.begin() as conn:
+        write_prepared(conn, turns("both", 1), time.time())  # type: ignore[arg-type]
+        cid = conn.execute(select(conversations.c.id)).scalar_one()
+    other = engine.connect()
+    tx = other.begin()  # another group: its turn is inserted, its recount not yet run
+    insert_turns(other, [(cid, "turn-of-the-other-group", "t" * 32, 1, 2, 3, True, "[]")])
+    errors: list[BaseException] = []
+
+    def group() -> None:
+        try:
+            with engine.begin() as conn:
+                write_prepared(conn, turns("both", 2), time.time())  # type: ignore[arg-type]
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    thread = threading.Thread(target=group)
+    thread.start()
+    thread.join(0.5)  # running, or waiting on the other group's lock
+    try:
+        refresh_conversations(other, {cid}, {}, time.time())
+        tx.commit()
+    except BaseException as exc:
+        errors.append(exc)
+        tx.rollback()
+    other.close()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert errors == []
+    with engine.connect() as conn:
+        row = conn.execute(select(conversations).where(conversations.c.id == cid)).one()
+    assert (row.turn_count, row.call_count) == (4, 6)
     engine.dispose()
