@@ -40,6 +40,9 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     postgres = op.get_bind().dialect.name == "postgresql"
+    # calls whose turn or conversation is gone could exist without the keys; the keys refuse them
+    op.execute("DELETE FROM tool_calls WHERE conversation_id NOT IN (SELECT id FROM conversations)"
+               " OR turn_id NOT IN (SELECT id FROM turns)")
     with op.batch_alter_table("tool_calls", naming_convention=NAMING) as batch_op:
         for column, table in REFERS.items():
             name = PG_NAMES[column] if postgres else f"fk_tool_calls_{column}"

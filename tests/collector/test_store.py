@@ -101,8 +101,15 @@ def test_migration_0002_drops_the_tool_call_foreign_keys_and_keeps_the_rows(
     unique = inspect(engine).get_unique_constraints("tool_calls")
     assert [u["column_names"] for u in unique] == [["trace_id", "span_id"]]  # resends skipped
 
+    with engine.begin() as conn:  # possible without the keys; the downgrade drops it
+        row = conn.execute(select(tool_calls).limit(1)).one()._asdict()
+        del row["id"]
+        conn.execute(tool_calls.insert(), {**row, "span_id": "orphan",
+                                           "conversation_id": 10**9, "turn_id": 10**9})
     command.downgrade(config, "0001")
     engine.dispose()
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(tool_calls)).scalar() == 2
     referred = sorted(fk["referred_table"] for fk in inspect(engine).get_foreign_keys("tool_calls"))
     assert referred == ["conversations", "turns"]
     command.upgrade(config, "head")
