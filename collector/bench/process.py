@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,16 +38,31 @@ class ServerProcess:
 
 def _stop(process: subprocess.Popen[str] | subprocess.Popen[bytes], timeout: float = 30) -> None:
     """SIGTERM, SIGKILL after `timeout`; then SIGKILL whatever is left of its process group
-    (children orphaned by a kill would otherwise outlive the run and hold its pipes open)."""
-    if process.poll() is None:
+    (children orphaned by a kill would otherwise outlive the run and hold its pipes open).
+
+    The group is killed while the leader is an unreaped zombie, so its id cannot have been
+    reused by another process group; a process someone else already reaped is left alone."""
+    if process.returncode is not None:
+        return
+    pid = process.pid
+    if not _exited(pid):
         process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        deadline = time.monotonic() + timeout
+        while not _exited(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not _exited(pid):
+            process.kill()
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)  # its own session: see serve / workers
+        os.killpg(pid, signal.SIGKILL)  # its own session: see serve / workers
+    process.wait()
+
+
+def _exited(pid: int) -> bool:
+    """True once the child has exited, without reaping it."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT | os.WNOHANG) is not None
+    except ChildProcessError:
+        return True
 
 
 @contextmanager
