@@ -18,13 +18,14 @@ def _pg_server_url() -> str:
     return PG_ADMIN.rsplit("/", 1)[0]
 
 
-def new_postgres_database() -> str:
-    """Create an empty database on the test server; fail in CI, skip elsewhere, if unreachable."""
+def new_postgres_database(options: str = "") -> str:
+    """Create an empty database on the test server (`options`: extra CREATE DATABASE clauses);
+    fail in CI, skip elsewhere, if unreachable."""
     name = f"tooltrail_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+            conn.execute(text(f'CREATE DATABASE "{name}" {options}'))
     except OperationalError as exc:
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL is unreachable at {PG_ADMIN}: {exc}")

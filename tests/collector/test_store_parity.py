@@ -20,7 +20,7 @@ from collector.extract import extract
 from collector.store.db import make_engine, migrate
 from collector.store.persist import PreparedBatch, prepare, write_prepared
 from collector.store.tables import conversations, tool_calls, turns
-from tests.conftest import fresh_database
+from tests.conftest import drop_postgres_database, fresh_database, new_postgres_database
 from tests.spans import ToolStep, agent_turn, provider, to_request
 
 AGENTS = ("support", "billing", "Ärger", "zeta", "Alpha")
@@ -108,16 +108,35 @@ def test_sqlite_and_postgresql_store_the_same(stores: tuple[Engine, Engine], see
     assert lite == pg
 
 
+@pytest.fixture
+def icu_postgres() -> Iterator[str]:
+    """A PostgreSQL database whose default collation is ICU English (Ä sorts next to A), so
+    that only an explicit code-point order sorts agents as Python does."""
+    url = new_postgres_database(
+        "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en' LOCALE 'C.UTF-8'")
+    try:
+        yield url
+    finally:
+        drop_postgres_database(url)
+
+
 @pytest.mark.postgres
-def test_postgresql_recount_sorts_agents_by_code_point(stores: tuple[Engine, Engine]) -> None:
+def test_postgresql_recount_sorts_agents_by_code_point(
+    stores: tuple[Engine, Engine], icu_postgres: str
+) -> None:
     exporter = InMemorySpanExporter()
     tp = provider(exporter)
     for agent in AGENTS:
         agent_turn(tp, "conv-agents", [ToolStep("a")], agent=agent)
     batch = prepare(extract(to_request(exporter.get_finished_spans())))
-    for engine in stores:
-        with engine.begin() as conn:
-            write_prepared(conn, [batch], time.time())
-        with engine.connect() as conn:
-            agents = conn.execute(select(conversations.c.agents)).scalar_one()
-        assert agents == sorted(AGENTS)
+    migrate(icu_postgres)
+    icu = make_engine(icu_postgres)
+    try:
+        for engine in (*stores, icu):
+            with engine.begin() as conn:
+                write_prepared(conn, [batch], time.time())
+            with engine.connect() as conn:
+                agents = conn.execute(select(conversations.c.agents)).scalar_one()
+            assert agents == sorted(AGENTS)
+    finally:
+        icu.dispose()
