@@ -110,9 +110,7 @@ def error_text(call: Call) -> str:
 class Plan:
     """What scoring needs from a list of expected calls, computed once at parse time."""
 
-    __slots__ = (
-        "calls", "dup_of", "listed", "lists_keys", "order", "per_name", "total_weight", "weights",
-    )  # fmt: skip
+    __slots__ = ("calls", "dup_of", "listed", "order", "per_name", "total_weight", "weights")
 
     def __init__(self, calls: tuple[ExpectedCall, ...]) -> None:
         self.calls = calls
@@ -123,7 +121,6 @@ class Plan:
         self.order = None if uniform else sorted(range(len(calls)), key=lambda j: -calls[j].weight)
         self.per_name: dict[str, tuple[int, float]] = {}
         listed: dict[str, list[ExpectedCall]] = {}
-        self.lists_keys = tuple(e.listed is not None for e in calls)
         for e in calls:
             count, weight = self.per_name.get(e.name, (0, 0.0))
             self.per_name[e.name] = (count + 1, weight + e.weight)

@@ -173,7 +173,8 @@ def _argument_score(
     """Optimal assignment of argument agreement within each tool name."""
     expected = plan.calls
     # Tools with an unpaired expected call that lists keys; the others score their maximum.
-    short = {expected[j].name for j, r in enumerate(match_l) if r < 0 and plan.lists_keys[j]}
+    short = {expected[j].name for j, r in enumerate(match_l)
+             if r < 0 and expected[j].listed is not None}
     for name, rows, den, exact in plan.listed:
         unit.arg_den += den
         if name not in short:
