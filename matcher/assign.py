@@ -21,7 +21,10 @@ _BRUTE_FORCE = 24  # assignments up to this many candidate pairings are enumerat
 
 
 def max_matching(
-    adj: Sequence[Sequence[int]], n_right: int, order: Sequence[int] | None = None
+    adj: Sequence[Sequence[int]],
+    n_right: int,
+    order: Sequence[int] | None = None,
+    start: Sequence[tuple[int, int]] = (),
 ) -> list[int]:
     """A maximum matching of left vertices to right vertices.
 
@@ -29,18 +32,24 @@ def max_matching(
     with identical neighbourhoods may share one list object). Left vertices are
     added in `order` (default: index order); a vertex once matched stays matched,
     so adding them by decreasing weight yields a maximum-weight matching for
-    weights on the left side (the matchable sets form a matroid). Returns
-    `match_left` (-1 where unmatched).
+    weights on the left side (the matchable sets form a matroid). `start`: (left,
+    right) pairs of a matching to grow from (for unweighted matchings: it need not
+    follow `order`). Returns `match_left` (-1 where unmatched).
     """
     n_left = len(adj)
     match_l = [-1] * n_left
     match_r = [-1] * n_right
+    for i, r in start:
+        match_l[i] = r
+        match_r[r] = i
     seq = range(n_left) if order is None else order
     # Greedy start: pair with a free neighbour directly. Right vertices matched here
     # stay matched, so a shared list is scanned once from where it was left.
     pending = []
     resume: dict[int, int] = {}
     for i in seq:
+        if match_l[i] >= 0:
+            continue
         row = adj[i]
         key = id(row)
         p = resume.get(key, 0)

@@ -118,7 +118,9 @@ def evaluate(
         for j, a in chain:
             match_l[j] = a
     else:
-        match_l = max_matching(adj, n, plan.order)
+        # Unweighted: grow the chain (a matching already) into a maximum matching.
+        start = chain if plan.order is None else ()
+        match_l = max_matching(adj, n, plan.order, start)
     weights = plan.weights
     paired_actual = 0
     paired_weight = 0.0
@@ -173,8 +175,9 @@ def _argument_score(
     """Optimal assignment of argument agreement within each tool name."""
     expected = plan.calls
     # Tools with an unpaired expected call that lists keys; the others score their maximum.
-    short = {expected[j].name for j, r in enumerate(match_l)
-             if r < 0 and expected[j].listed is not None}
+    short = {
+        expected[j].name for j, r in enumerate(match_l) if r < 0 and expected[j].listed is not None
+    }
     for name, rows, den, exact in plan.listed:
         unit.arg_den += den
         if name not in short:

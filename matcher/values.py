@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from .codegen import Source, TooLarge
 from .jsonvalue import (
     MISSING,
     NUMBER,
@@ -94,6 +95,11 @@ class Spec:
             return None
         return Mismatch((), value, self.describe(), self.to_json())
 
+    def emit(self, x: str, src: Source) -> None:
+        """Write the test of this spec on the local variable `x` (see `codegen`): by
+        default, a call of `matches`."""
+        src.fail_if(f"not {src.const(self.matches)}({x})")
+
 
 class Literal(Spec):
     """A JSON value matched by JSON equality (`explicit` when written `$literal`)."""
@@ -120,6 +126,22 @@ class Literal(Spec):
     def to_json(self) -> Any:
         return {"$literal": self.value} if self.explicit else self.value
 
+    def emit(self, x: str, src: Source) -> None:
+        value = self.value
+        if isinstance(value, bool):
+            src.fail_if(f"{x} is not {value!r}")
+        elif isinstance(value, NUMBER):
+            c = src.const(value)
+            src.fail_if(f"not ({x} == {c} and (type({x}) is int or type({x}) is float "
+                        f"or is_number({x})))")  # fmt: skip
+        elif isinstance(value, str):
+            c = src.const(value)
+            src.fail_if(f"not ({x} == {c} and (type({x}) is str or isinstance({x}, str)))")
+        elif value is None:
+            src.fail_if(f"{x} is not None")
+        else:
+            src.fail_if(f"not json_equal({src.const(value)}, {x})")
+
     def describe(self) -> str:
         if self._describe is None:  # computed once: sentences of failures reuse it
             self._describe = show(self.value)
@@ -137,6 +159,9 @@ class AnySpec(Spec):
     def to_json(self) -> Any:
         return {"$any": True}
 
+    def emit(self, x: str, src: Source) -> None:
+        pass  # any value (an object spec checks that the key is present)
+
     def describe(self) -> str:
         return "any value"
 
@@ -152,6 +177,9 @@ class AbsentSpec(Spec):
     def to_json(self) -> Any:
         return {"$absent": True}
 
+    def emit(self, x: str, src: Source) -> None:
+        src.fail_if(f"{x} is not MISSING")
+
     def describe(self) -> str:
         return "it to be absent"
 
@@ -159,7 +187,7 @@ class AbsentSpec(Spec):
 class ObjectSpec(Spec):
     """An object: listed keys must match; `exact` also requires no other keys."""
 
-    __slots__ = ("_items", "_present", "_share_items", "_tests", "entries", "exact")
+    __slots__ = ("_items", "_share_items", "_tests", "entries", "exact")
 
     def __init__(self, entries: dict[str, Spec], exact: bool) -> None:
         self.entries = entries
@@ -167,14 +195,21 @@ class ObjectSpec(Spec):
         self._tests: tuple[tuple[str, str, Any], ...] | None = None
         self._share_items: ShareItems | None = None
         self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
-        # Cheap, discriminating literals first; `$absent` keys checked apart.
-        checks = sorted(
-            ((k, s) for k, s in entries.items() if not isinstance(s, AbsentSpec)),
+        self.matches = compiled(self) or self._walk()
+
+    def _checks(self) -> list[tuple[str, Spec]]:
+        """The keys that must be present, cheap discriminating literals first."""
+        return sorted(
+            ((k, s) for k, s in self.entries.items() if not isinstance(s, AbsentSpec)),
             key=lambda ks: not isinstance(ks[1], Literal),
         )
-        present = tuple((k, s.matches) for k, s in checks)
-        absent = tuple(k for k, s in entries.items() if isinstance(s, AbsentSpec))
-        n_present = self._present = len(present)
+
+    def _walk(self) -> Callable[[Any], bool]:
+        """`matches` for a spec too large to compile: the same tests, key by key."""
+        present = tuple((k, s.matches) for k, s in self._checks())
+        absent = tuple(k for k, s in self.entries.items() if isinstance(s, AbsentSpec))
+        n_present = len(present)
+        exact = self.exact
 
         def matches(v: Any) -> bool:
             if not isinstance(v, dict) and not isinstance(v, Mapping):
@@ -189,7 +224,21 @@ class ObjectSpec(Spec):
                     return False
             return not exact or len(v) == n_present
 
-        self.matches = matches
+        return matches
+
+    def emit(self, x: str, src: Source) -> None:
+        src.fail_if(f"type({x}) is not dict and not isinstance({x}, Mapping)")
+        checks = self._checks()
+        for key, spec in checks:
+            y = src.var()
+            src.assign(y, f"{x}.get({key!r}, MISSING)")
+            src.fail_if(f"{y} is MISSING")
+            spec.emit(y, src)
+        for key, spec in self.entries.items():
+            if isinstance(spec, AbsentSpec):
+                src.fail_if(f"{key!r} in {x}")
+        if self.exact:
+            src.fail_if(f"len({x}) != {len(checks)}")
 
     def to_json(self) -> Any:
         return {k: s.to_json() for k, s in self.entries.items()}
@@ -283,15 +332,27 @@ class ListSpec(Spec):
 
     def __init__(self, items: list[Spec]) -> None:
         self.items = items
-        matchers = tuple(s.matches for s in items)
-        n = len(items)
+        self.matches = compiled(self) or self._walk()
+
+    def _walk(self) -> Callable[[Any], bool]:
+        """`matches` for a spec too large to compile: element by element."""
+        matchers = tuple(s.matches for s in self.items)
+        n = len(matchers)
 
         def matches(v: Any) -> bool:
             if not isinstance(v, (list, tuple)) or len(v) != n:
                 return False
             return all(m(x) for m, x in zip(matchers, v, strict=True))
 
-        self.matches = matches
+        return matches
+
+    def emit(self, x: str, src: Source) -> None:
+        src.fail_if(f"type({x}) is not list and not isinstance({x}, (list, tuple)) "
+                    f"or len({x}) != {len(self.items)}")  # fmt: skip
+        for i, spec in enumerate(self.items):
+            y = src.var()
+            src.assign(y, f"{x}[{i}]")
+            spec.emit(y, src)
 
     def to_json(self) -> Any:
         return [s.to_json() for s in self.items]
@@ -307,6 +368,16 @@ class ListSpec(Spec):
             if sub is not None:
                 return Mismatch((i, *sub.path), sub.actual, sub.expected, sub.spec)
         return None
+
+
+def compiled(spec: Spec) -> Callable[[Any], bool] | None:
+    """`spec`'s test as one compiled function (`codegen`); None for a large spec."""
+    src = Source()
+    try:
+        spec.emit("v", src)
+    except TooLarge:
+        return None
+    return src.build()
 
 
 def compile_spec(raw: Any, path: str, exact: bool, *, in_object: bool = False) -> Spec:
