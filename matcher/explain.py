@@ -6,7 +6,6 @@ Sentences count calls and turns from 1; structured fields index from 0.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .expected import ExpectedCall
@@ -15,13 +14,20 @@ from .types import Call, index_path, key_path
 from .values import ABSENT, MISSING, Mismatch, show
 
 
-@dataclass(frozen=True)
 class Frame:
-    """Where differences are found: a sentence prefix and how to find a call's turn."""
+    """Where differences are found: a sentence prefix and how to find a call's turn.
 
-    prefix: str = ""
-    turn: int | None = None
-    call_turns: Sequence[int] | None = None
+    A plain class: one is made per scored scope, and a frozen dataclass's `__init__`
+    costs twice as much."""
+
+    __slots__ = ("call_turns", "prefix", "turn")
+
+    def __init__(
+        self, prefix: str = "", turn: int | None = None, call_turns: Sequence[int] | None = None
+    ) -> None:
+        self.prefix = prefix
+        self.turn = turn
+        self.call_turns = call_turns
 
     def turn_of(self, actual_index: int | None) -> int | None:
         """The turn of an actual call (or of the frame)."""

@@ -121,22 +121,46 @@ def evaluate(
         # Unweighted: grow the chain (a matching already) into a maximum matching.
         start = chain if plan.order is None else ()
         match_l = max_matching(adj, n, plan.order, start)
-    weights = plan.weights
-    paired_actual = 0
-    paired_weight = 0.0
-    for j, r in enumerate(match_l):
-        if r >= 0:
-            paired_actual += 1
-            paired_weight += weights[j]
-    unit.paired_actual = paired_actual
-    unit.paired_weight = paired_weight
+    short = _tally(unit, plan, by_name, match_l)
     shares = Shares(calls)
     if n or m:
         ctx = Differences(calls, expected, frame, by_name, adj, shares, plan.per_name)
         unit.diffs = _differences(ctx, mode, chain, blocks, match_l, path)
-    _argument_score(unit, calls, plan, by_name, match_l, shares)
-    _tools(unit, plan, by_name, match_l)
+    _argument_score(unit, calls, plan, by_name, match_l, shares, short)
     return unit
+
+
+def _tally(
+    unit: Unit, plan: Plan, by_name: dict[str, list[int]], match_l: Sequence[int]
+) -> set[str]:
+    """Pair counts, overall and per tool ([paired actual, total actual, paired weight,
+    total weight]); returns the tools with an unpaired expected call that lists keys."""
+    tools = {name: [0, len(idx), 0.0, 0.0] for name, idx in by_name.items()}
+    for name, (_, weight) in plan.per_name.items():
+        t = tools.get(name)
+        if t is None:
+            tools[name] = [0, 0, 0.0, weight]
+        else:
+            t[3] = weight
+    expected = plan.calls
+    short = set()
+    paired_actual = 0
+    paired_weight = 0.0
+    for j, r in enumerate(match_l):
+        e = expected[j]
+        if r >= 0:
+            w = e.weight
+            t = tools[e.name]
+            t[0] += 1
+            t[2] += w
+            paired_actual += 1
+            paired_weight += w
+        elif e.listed is not None:
+            short.add(e.name)
+    unit.paired_actual = paired_actual
+    unit.paired_weight = paired_weight
+    unit.tools = tools
+    return short
 
 
 def _differences(
@@ -171,13 +195,11 @@ def _argument_score(
     by_name: dict[str, list[int]],
     match_l: Sequence[int],
     shares: Shares,
+    short: set[str],
 ) -> None:
-    """Optimal assignment of argument agreement within each tool name."""
-    expected = plan.calls
-    # Tools with an unpaired expected call that lists keys; the others score their maximum.
-    short = {
-        expected[j].name for j, r in enumerate(match_l) if r < 0 and expected[j].listed is not None
-    }
+    """Optimal assignment of argument agreement within each tool name. `short`: the
+    tools with an unpaired expected call that lists keys; the others score their
+    maximum."""
     for name, rows, den, exact in plan.listed:
         unit.arg_den += den
         if name not in short:
@@ -193,21 +215,3 @@ def _argument_score(
             continue
         total = certified_total(rows, cols, paired, shares) if exact else None
         unit.arg_num += small_total(rows, cols, shares) if total is None else total
-
-
-def _tools(unit: Unit, plan: Plan, by_name: dict[str, list[int]], match_l: Sequence[int]) -> None:
-    """Per-tool pair counts: [paired actual, total actual, paired weight, total weight]."""
-    tools = {name: [0, len(idx), 0.0, 0.0] for name, idx in by_name.items()}
-    for name, (_, weight) in plan.per_name.items():
-        t = tools.get(name)
-        if t is None:
-            tools[name] = [0, 0, 0.0, weight]
-        else:
-            t[3] = weight
-    expected = plan.calls
-    for j, r in enumerate(match_l):
-        if r >= 0:
-            t = tools[expected[j].name]
-            t[0] += 1
-            t[2] += expected[j].weight
-    unit.tools = tools

@@ -11,7 +11,8 @@ where every optimal assignment sums to the same float whatever its order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from .assign import optimal_assignment
 from .expected import ExpectedCall
@@ -39,6 +40,42 @@ class Shares:
             s = self._share(e, items, a) if items is not None else 0.0
             self.memo[key] = s
         return s
+
+    def beats(self, e: ExpectedCall, a: int, value: float) -> bool:
+        """`e.weight * self.get(e, a) > value`, deciding as soon as the keys already
+        missed settle it (the bound w × (n − missed) / n only falls)."""
+        s = self.memo.get((e.index, a))
+        if s is not None:
+            return e.weight * s > value
+        items = e.share_items
+        v = self.calls[a].arguments
+        if items is None or (type(v) is not dict and not isinstance(v, Mapping)):
+            return e.weight * self.get(e, a) > value
+        n = len(items)
+        w = e.weight
+        if w * 1.0 <= value:
+            return False
+        left = n  # keys that may still match
+        for key, match, absent, fp in items:
+            if absent:
+                ok = key not in v
+            else:
+                x = v.get(key, MISSING)
+                ok = x is not MISSING and (
+                    bool(match(x)) if fp is None else self._verdict(key, fp, a, match, x)
+                )
+            if not ok:
+                left -= 1
+                if w * (left / n) <= value:
+                    return False
+        return w * (left / n) > value
+
+    def _verdict(self, key: str, fp: str, a: int, match: Callable[[Any], bool], x: Any) -> bool:
+        vk = (key, fp, a)
+        ok = self.verdicts.get(vk)
+        if ok is None:
+            ok = self.verdicts[vk] = bool(match(x))
+        return ok
 
     def _share(self, e: ExpectedCall, items: ShareItems, a: int) -> float:
         """`e.listed.key_share` on call a, each non-literal spec judged once per value."""
@@ -143,32 +180,45 @@ def _column_bound(
     a free column by its best value over every row. When keeping the `held` (paired)
     rows and assigning the free rows optimally on the free columns reaches that bound,
     it is optimal (values exact, so the comparison is exact)."""
-    base = sum([e.weight for e in held])
+    base = 0.0
+    for e in held:
+        base += e.weight
     top = max([e.weight for e in rows])
     if base != top * len(held):
         return None
     get = shares.get
     col_calls = [cols[k] for k in free_cols]
-    sub = []
-    for i in free:
-        e = rows[i]
-        w = e.weight
-        sub.append([w * get(e, a) for a in col_calls])
-    value = sum([sub[i][j] for i, j in optimal_assignment(sub)]) if col_calls else 0.0
-    # Exact values: the bound equals base + value iff each free column's best over the
-    # free rows adds up to value and no held row does better on a free column.
-    col_best = []
-    for q in range(len(col_calls)):
-        best = 0.0
-        for row in sub:
-            if row[q] > best:
-                best = row[q]
-        col_best.append(best)
-    if sum(col_best) != value:
-        return None
+    if len(col_calls) == 1:  # the usual failure (one call missing or wrong): no assignment
+        a = col_calls[0]
+        value = 0.0
+        for i in free:
+            e = rows[i]
+            v = e.weight * get(e, a)
+            if v > value:
+                value = v
+        col_best = [value]
+    else:
+        sub = []
+        for i in free:
+            e = rows[i]
+            w = e.weight
+            sub.append([w * get(e, a) for a in col_calls])
+        value = sum([sub[i][j] for i, j in optimal_assignment(sub)]) if col_calls else 0.0
+        # Exact values: the bound equals base + value iff each free column's best over
+        # the free rows adds up to value and no held row does better on a free column.
+        col_best = []
+        for q in range(len(col_calls)):
+            best = 0.0
+            for row in sub:
+                if row[q] > best:
+                    best = row[q]
+            col_best.append(best)
+        if sum(col_best) != value:
+            return None
+    beats = shares.beats
     for a, best in zip(col_calls, col_best, strict=True):
         if best < top:
             for e in held:
-                if e.weight * get(e, a) > best:
+                if beats(e, a, best):
                     return None
     return base + value

@@ -46,7 +46,12 @@ def test_certified_total_is_the_optimum(
         listed = e.listed
         assert listed is not None
         for a, c in enumerate(calls):
-            assert shares.get(e, a) == listed.key_share(c.arguments)
+            share = listed.key_share(c.arguments)
+            assert shares.get(e, a) == share
+            for value in (0.0, 0.25, 0.5, 1.0, 2.0, e.weight * share, e.weight * share - 0.125):
+                truth = e.weight * share > value
+                assert Shares(calls).beats(e, a, value) is truth  # deciding early
+                assert shares.beats(e, a, value) is truth  # from the memo
 
 
 def _nested(ident: int, **options: Any) -> dict[str, Any]:
