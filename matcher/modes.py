@@ -15,9 +15,9 @@ from .explain import Frame
 from .result import Difference
 from .shares import Shares, certified_total, small_total
 from .types import Call, name_index
-from .values import canon_scalar
+from .values import MISSING
 
-_INDEX_MIN = 4  # look candidates up by argument value above this many same-name calls
+_INDEX_MIN = 3  # look candidates up by argument value above this many same-name calls
 
 
 @dataclass
@@ -41,7 +41,9 @@ def _candidates(
     same_name: Sequence[int],
     index: dict[tuple[str, str], dict[Any, list[int]]],
 ) -> Sequence[int]:
-    """Actual calls that may be compatible: same name, and the indexed key's value."""
+    """Actual calls that may be compatible: same name, and a value equal (`==`) to the
+    indexed key's scalar literal. Python's equality admits more than JSON's (`True == 1`,
+    never less): the caller's `check` still decides."""
     ik = e.index_key
     if ik is None:
         return same_name
@@ -51,12 +53,19 @@ def _candidates(
         buckets = {}
         for i in same_name:
             a = args[i]
-            if isinstance(a, Mapping) and key in a:
-                c = canon_scalar(a[key])
-                if c is not None:
-                    buckets.setdefault(c, []).append(i)
+            if type(a) is dict or isinstance(a, Mapping):
+                x = a.get(key, MISSING)
+                if x is not MISSING:
+                    try:
+                        bucket = buckets.get(x)
+                    except TypeError:  # unhashable: a container, never equal to a scalar
+                        continue
+                    if bucket is None:
+                        buckets[x] = [i]
+                    else:
+                        bucket.append(i)
         index[(e.name, key)] = buckets
-    return buckets.get(canon, ())
+    return buckets.get(canon[1], ())
 
 
 def compatibility(

@@ -176,6 +176,22 @@ def test_booleans_are_not_numbers() -> None:
     assert run(names({"name": "f", "arguments": {"n": 1}}), [call("f", n=1.0)]).passed
 
 
+@pytest.mark.parametrize("mode", ["strict", "unordered", "superset"])
+def test_booleans_are_not_numbers_among_many_calls_of_a_tool(mode: str) -> None:
+    """With more than a few calls of one tool, candidates are looked up by value first,
+    where True == 1 and hash(True) == hash(1): that lookup must not decide."""
+    ids: list[object] = [True, 1, "1", [1], {"a": 1}, 1.0, False, 0, None]
+    actual = [call("f", id=i) for i in ids]
+    literals: list[object] = [1, True, 0, False, None, "1", 1.0]
+    expected = names(*({"name": "f", "arguments": {"id": v}} for v in literals),
+                     match=mode)  # fmt: skip
+    r = run(expected, actual)
+    # 1 and 1.0 pair with the two numbers equal to 1; true, 0, false, null and "1"
+    # with one call each; [1] and {"a": 1} are left over.
+    assert r.paired_actual == 7
+    assert r.passed is (mode == "superset")
+
+
 def test_three_of_four_calls_is_recall_075_not_zero() -> None:
     result = run(names("a", "b", "c", "d", match="strict"), calls("a", "b", "c"))
     assert not result.passed
