@@ -187,8 +187,9 @@ def _tiny_assignment(
     return sorted((int(i), j) for j, i in enumerate(best))
 
 
-# A chain node: the (expected, actual) pairs one block added, and the chain before it.
-Node = tuple[tuple[tuple[int, int], ...], "Node | None"]
+# A chain node: what one step added, and the chain before it. A single-call step adds
+# one (expected, actual) pair, kept as is; a larger step a tuple of pairs.
+Node = tuple[tuple[int, int] | tuple[tuple[int, int], ...], "Node | None"]
 
 
 def in_order_greedy(compat: Sequence[Sequence[int]], m: int) -> list[tuple[int, int]] | None:
@@ -218,22 +219,24 @@ def lcs_chain(
     nodes: list[Node] = []
     for start, end in blocks:
         if end - start == 1:
-            cands = compat[start]
-            for j in reversed(cands):
+            for j in reversed(compat[start]):
                 k = bisect_left(tails, j)
-                node: Node = (((j, start),), nodes[k - 1] if k else None)
                 if k == len(tails):
                     tails.append(j)
-                    nodes.append(node)
+                    nodes.append(((j, start), nodes[k - 1] if k else None))
                 elif j < tails[k]:
                     tails[k] = j
-                    nodes[k] = node
+                    nodes[k] = ((j, start), nodes[k - 1] if k else None)
             continue
         _block(compat, start, end, tails, nodes)
     out: list[tuple[int, int]] = []
     cur = nodes[-1] if nodes else None
     while cur is not None:
-        out.extend(cur[0])
+        added = cur[0]
+        if type(added[0]) is int:
+            out.append(added)
+        else:
+            out.extend(added)  # type: ignore[arg-type]
         cur = cur[1]
     out.sort()
     return out

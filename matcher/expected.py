@@ -110,7 +110,9 @@ def error_text(call: Call) -> str:
 class Plan:
     """What scoring needs from a list of expected calls, computed once at parse time."""
 
-    __slots__ = ("calls", "dup_of", "listed", "order", "per_name", "total_weight", "weights")
+    __slots__ = (
+        "calls", "checks", "dup_of", "listed", "order", "per_name", "total_weight", "weights",
+    )  # fmt: skip
 
     def __init__(self, calls: tuple[ExpectedCall, ...]) -> None:
         self.calls = calls
@@ -135,6 +137,14 @@ class Plan:
             key = json.dumps([e.mode, body], sort_keys=True, default=str)
             dup_of.append(first.setdefault(key, j))
         self.dup_of = tuple(dup_of)
+        # What `modes.compatibility` reads of each expected call: the first identical
+        # call, name, check, whether the check takes the arguments alone, and the key
+        # and scalar value to look candidates up by (None: no such key).
+        self.checks = tuple(
+            (dup_of[j], e.name, e.check, e.args_only,
+             *((e.index_key[0], e.index_key[1][1]) if e.index_key else (None, None)))
+            for j, e in enumerate(calls)
+        )  # fmt: skip
         # argument_score: per tool name, the calls listing keys, their weight, and
         # whether their weighted shares add up exactly (see `shares.exact_values`).
         self.listed = tuple(

@@ -71,10 +71,16 @@ def _diff(
     expected: Any = None,
     actual: Any = None,
 ) -> Difference:
-    turn = frame.turn_of(actual_index)
-    return new_difference(
-        kind, frame.say(sentence), expected_index, actual_index, turn, path, expected, actual
-    )
+    # `frame.turn_of` and `frame.say`, inline: every difference passes here
+    call_turns = frame.call_turns
+    turn: int | None
+    if actual_index is not None and call_turns is not None:
+        turn = call_turns[actual_index]
+    else:
+        turn = frame.turn
+    prefix = frame.prefix
+    message = prefix + sentence[:1].lower() + sentence[1:] if prefix else sentence
+    return new_difference(kind, message, expected_index, actual_index, turn, path, expected, actual)
 
 
 def missing(frame: Frame, e: ExpectedCall, n_expected: int, n_called: int) -> Difference:

@@ -10,7 +10,7 @@ from . import explain
 from .agreement import SMALL, best_total
 from .assign import in_order_greedy, lcs_chain, max_matching
 from .differences import Differences, diff_order
-from .expected import ORDERED_MODES, ExpectedCall, Plan
+from .expected import ORDERED_MODES, Plan
 from .explain import Frame
 from .result import Difference
 from .shares import Shares, certified_total, small_total
@@ -36,19 +36,17 @@ class Unit:
 
 
 def _candidates(
-    e: ExpectedCall,
     args: Sequence[Any],
     same_name: Sequence[int],
+    name: str,
+    key: str,
+    value: Any,
     index: dict[tuple[str, str], dict[Any, list[int]]],
 ) -> Sequence[int]:
     """Actual calls that may be compatible: same name, and a value equal (`==`) to the
     indexed key's scalar literal. Python's equality admits more than JSON's (`True == 1`,
     never less): the caller's `check` still decides."""
-    ik = e.index_key
-    if ik is None:
-        return same_name
-    key, canon = ik
-    buckets = index.get((e.name, key))
+    buckets = index.get((name, key))
     if buckets is None:
         buckets = {}
         for i in same_name:
@@ -64,36 +62,45 @@ def _candidates(
                         buckets[x] = [i]
                     else:
                         bucket.append(i)
-        index[(e.name, key)] = buckets
-    return buckets.get(canon[1], ())
+        index[(name, key)] = buckets
+    return buckets.get(value, ())
 
 
 def compatibility(
-    calls: Sequence[Call], plan: Plan, by_name: dict[str, list[int]]
+    calls: Sequence[Call],
+    plan: Plan,
+    by_name: dict[str, list[int]],
+    compat: list[list[int]] | None = None,
 ) -> list[list[int]]:
     """adj[j]: the actual calls (ascending) compatible with expected call j.
 
-    Identical expected calls share one list (computed once)."""
+    Identical expected calls share one list (computed once). `compat`, if given (one
+    empty list per actual call), receives the other direction: compat[a] lists the
+    expected calls (ascending) compatible with actual call a."""
     index: dict[tuple[str, str], dict[Any, list[int]]] = {}
     args = [c.arguments for c in calls]
     adj: list[list[int]] = []
-    dup_of = plan.dup_of
-    for j, e in enumerate(plan.calls):
-        if dup_of[j] != j:
-            adj.append(adj[dup_of[j]])
+    for j, (first, name, check, args_only, key, value) in enumerate(plan.checks):
+        if first != j:
+            row = adj[first]
+            adj.append(row)
+            if compat is not None:
+                for i in row:
+                    compat[i].append(j)
             continue
-        same: Sequence[int] | None = by_name.get(e.name)
+        same: Sequence[int] | None = by_name.get(name)
         if not same:
             adj.append([])
             continue
-        if len(same) > _INDEX_MIN and e.index_key is not None:
-            same = _candidates(e, args, same, index)
-        check = e.check
-        values: Sequence[Any] = args if e.args_only else calls
+        if key is not None and len(same) > _INDEX_MIN:
+            same = _candidates(args, same, name, key, value, index)
+        values: Sequence[Any] = args if args_only else calls
         row = []  # a plain loop: cheaper than a comprehension for a few same-name calls
         for i in same:
             if check(values[i]):
                 row.append(i)
+                if compat is not None:
+                    compat[i].append(j)
         adj.append(row)
     return adj
 
@@ -112,16 +119,15 @@ def evaluate(
     n, m = len(calls), len(expected)
     if by_name is None:
         by_name = name_index(calls)
-    adj = compatibility(calls, plan, by_name)
     unit = Unit(n_expected=m, total_weight=plan.total_weight)
     chain: list[tuple[int, int]] = []
     if mode in ORDERED_MODES:
         compat: list[list[int]] = [[] for _ in range(n)]
-        for j, row in enumerate(adj):
-            for a in row:
-                compat[a].append(j)
+        adj = compatibility(calls, plan, by_name, compat)
         chain = in_order_greedy(compat, m) or lcs_chain(compat, blocks)
         unit.lcs = len(chain)
+    else:
+        adj = compatibility(calls, plan, by_name)
     if len(chain) == m:  # every expected call paired in order: a maximum matching too
         match_l = [-1] * m
         for j, a in chain:

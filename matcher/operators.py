@@ -205,8 +205,15 @@ def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
             raise InvalidExpectation(path, "$in must be a list of values")
         check_json(arg, sub)
         options = list(arg)
+
+        def one_of(v: Any) -> bool:
+            for o in options:  # noqa: SIM110 - a loop: `any()` over a generator costs more
+                if json_equal(o, v):
+                    return True
+            return False
+
         return Op(
-            lambda v: any(json_equal(o, v) for o in options),
+            one_of,
             {"$in": options},
             f"one of {show(options)}",
         )
@@ -221,7 +228,9 @@ def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
             if isinstance(v, str):
                 return text is not None and text in v
             if isinstance(v, (list, tuple)):
-                return any(element(x) for x in v)
+                for x in v:  # a loop: `any()` over a generator costs more for short lists
+                    if element(x):
+                        return True
             return False
 
         what = (
