@@ -22,7 +22,7 @@ _GLOBALS: dict[str, Any] = {
     "is_number": is_number,
     "json_equal": json_equal,
 }
-_FACTORIES: dict[str, Callable[..., Callable[[Any], bool]]] = {}
+_FACTORIES: dict[str, Callable[..., Callable[..., Any]]] = {}
 _MAX_FACTORIES = 1024  # distinct shapes kept; the cache starts over beyond that
 # Larger specs are not compiled (their owners fall back to walking the tree): compiling
 # costs about 20 µs a line, and the cache must stay small (1,024 × 64 short lines).
@@ -34,8 +34,9 @@ class TooLarge(Exception):
 
 
 class Source:
-    """The body of a `matches(v)` function under construction: each line returns False
-    when the value fails one test; the function returns True after the last line."""
+    """The body of a function under construction: by default `matches(v)`, where each
+    line returns False when the value fails one test and the function returns True
+    after the last line."""
 
     __slots__ = ("consts", "lines", "names")
 
@@ -62,17 +63,21 @@ class Source:
         self._line(f"{name} = {expression}")
 
     def _line(self, line: str) -> None:
+        """One line of the body (indented further by leading spaces)."""
         if len(self.lines) == MAX_LINES:
             raise TooLarge
         self.lines.append(line)
 
-    def build(self) -> Callable[[Any], bool]:
-        """The compiled function (its factory is shared by specs of the same shape)."""
-        params = ", ".join(f"c{i}" for i in range(len(self.consts)))
+    line = _line
+
+    def build(self, params: str = "v", returns: str = "True") -> Callable[..., Any]:
+        """The compiled function taking `params` and returning `returns` after the last
+        line (its factory is shared by functions of the same source)."""
+        consts = ", ".join(f"c{i}" for i in range(len(self.consts)))
         body = "".join(f"\n        {line}" for line in self.lines)
         text = (
-            f"def make({params}):\n    def matches(v):{body}\n        return True\n"
-            "    return matches"
+            f"def make({consts}):\n    def f({params}):{body}\n        return {returns}\n"
+            "    return f"
         )
         factory = _FACTORIES.get(text)
         if factory is None:

@@ -17,6 +17,9 @@ def _always(_: Any) -> bool:
     return True
 
 
+UNCOMPILED: Any = object()
+
+
 @dataclass(frozen=True, eq=False)
 class ExpectedCall:
     """One expected call, compiled. `mode` is its effective arguments mode."""
@@ -42,6 +45,8 @@ class ExpectedCall:
     # `share_items` (both fixed at parse time: read on every evaluation that fails).
     listed: ObjectSpec | None = field(default=None, init=False, repr=False)
     share_items: ShareItems | None = field(default=None, init=False, repr=False)
+    # `listed.share_function()`, compiled on first use (by an evaluation that fails)
+    share_fn: Any = field(default=UNCOMPILED, init=False, repr=False)
 
     def __post_init__(self) -> None:
         spec = self.checked_arguments
@@ -55,6 +60,14 @@ class ExpectedCall:
         else:
             object.__setattr__(self, "check", self.compatible_same_name)
             object.__setattr__(self, "args_only", False)
+
+    def compile_share(self) -> Callable[[Any, int, dict[Any, bool]], float] | None:
+        """`share_fn`, compiled now if it is not yet."""
+        fn = self.share_fn
+        if fn is UNCOMPILED:
+            fn = self.listed.share_function() if self.listed is not None else None
+            object.__setattr__(self, "share_fn", fn)
+        return fn  # type: ignore[no-any-return]
 
     def compatible(self, call: Call) -> bool:
         """Name, arguments, error and result specs all hold (MATCHING.md `compatible`)."""

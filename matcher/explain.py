@@ -127,7 +127,7 @@ def mismatch(frame: Frame, e: ExpectedCall, a: int, call: Call) -> Difference | 
             return _diff(
                 frame, "argument", f"{head}: {what}",
                 expected_index=e.index, actual_index=a,
-                path=_join(f"{e.path}.arguments", m.path),
+                path=_join(f"{e.path}.arguments", at),
                 expected=m.spec, actual=None if m.actual is MISSING else m.actual,
             )  # fmt: skip
     err = e.error
@@ -157,16 +157,19 @@ def mismatch(frame: Frame, e: ExpectedCall, a: int, call: Call) -> Difference | 
             where = f"result `{at}`" if at else "the result"
             return _diff(
                 frame, "result", f"{head}: " + _value_sentence(where, m),
-                expected_index=e.index, actual_index=a, path=_join(f"{e.path}.result", m.path),
+                expected_index=e.index, actual_index=a, path=_join(f"{e.path}.result", at),
                 expected=m.spec, actual=None if m.actual is MISSING else m.actual,
             )  # fmt: skip
     return None
 
 
-def _join(base: str, path: tuple[str | int, ...]) -> str:
-    for part in path:
-        base = index_path(base, part) if isinstance(part, int) else key_path(base, part)
-    return base
+def _join(base: str, at: str | None) -> str:
+    """The field path of `base` followed by the relative path `at` (from `_at`): as
+    `rel_path` would continue from `base`, a key joins with a dot, an index or a quoted
+    key (`[…]`) without."""
+    if not at:
+        return base
+    return base + at if at[0] == "[" else f"{base}.{at}"
 
 
 def out_of_order(

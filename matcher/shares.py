@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .assign import optimal_assignment
-from .expected import ExpectedCall
+from .expected import UNCOMPILED, ExpectedCall
 from .types import Call
 from .values import MISSING, ShareItems
 
@@ -36,8 +36,15 @@ class Shares:
         key = (e.index, a)
         s = self.memo.get(key)
         if s is None:
-            items = e.share_items
-            s = self._share(e, items, a) if items is not None else 0.0
+            fn = e.share_fn
+            if fn is UNCOMPILED:
+                fn = e.compile_share()
+            v = self.calls[a].arguments
+            if fn is not None and (type(v) is dict or isinstance(v, Mapping)):
+                s = fn(v, a, self.verdicts)
+            else:
+                items = e.share_items
+                s = self._share(e, items, a) if items is not None else 0.0
             self.memo[key] = s
         return s
 

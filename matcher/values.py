@@ -126,21 +126,23 @@ class Literal(Spec):
     def to_json(self) -> Any:
         return {"$literal": self.value} if self.explicit else self.value
 
-    def emit(self, x: str, src: Source) -> None:
+    def condition(self, x: str, src: Source) -> str:
+        """A Python expression, true when the variable `x` matches (see `codegen`)."""
         value = self.value
         if isinstance(value, bool):
-            src.fail_if(f"{x} is not {value!r}")
-        elif isinstance(value, NUMBER):
+            return f"{x} is {value!r}"
+        if isinstance(value, NUMBER):
             c = src.const(value)
-            src.fail_if(f"not ({x} == {c} and (type({x}) is int or type({x}) is float "
-                        f"or is_number({x})))")  # fmt: skip
-        elif isinstance(value, str):
+            return f"({x} == {c} and (type({x}) is int or type({x}) is float or is_number({x})))"
+        if isinstance(value, str):
             c = src.const(value)
-            src.fail_if(f"not ({x} == {c} and (type({x}) is str or isinstance({x}, str)))")
-        elif value is None:
-            src.fail_if(f"{x} is not None")
-        else:
-            src.fail_if(f"not json_equal({src.const(value)}, {x})")
+            return f"({x} == {c} and (type({x}) is str or isinstance({x}, str)))"
+        if value is None:
+            return f"{x} is None"
+        return f"json_equal({src.const(value)}, {x})"
+
+    def emit(self, x: str, src: Source) -> None:
+        src.fail_if(f"not ({self.condition(x, src)})")
 
     def describe(self) -> str:
         if self._describe is None:  # computed once: sentences of failures reuse it
@@ -262,6 +264,35 @@ class ObjectSpec(Spec):
                 x = v.get(key, MISSING)
                 hits += x is not MISSING and match(x)
         return hits / len(self._items)
+
+    def share_function(self) -> Callable[[Any, int, dict[Any, bool]], float] | None:
+        """`key_share` compiled for a dict `v`, as `f(v, a, verdicts)`: each non-literal
+        spec's verdict is kept in `verdicts` under (key, fingerprint, a), as
+        `shares.Shares` does, so expected calls that repeat a spec share it on call a.
+        None for a spec too large to compile or without keys."""
+        items = self.share_items()
+        if not items:
+            return None
+        src = Source()
+        try:
+            src.line("h = 0")
+            for (key, match, absent, fp), spec in zip(items, self.entries.values(), strict=True):
+                if absent:
+                    src.line(f"if {key!r} not in v: h += 1")
+                    continue
+                src.line(f"x = v.get({key!r}, MISSING)")
+                if fp is None:  # a literal
+                    assert isinstance(spec, Literal)
+                    src.line(f"if x is not MISSING and {spec.condition('x', src)}: h += 1")
+                    continue
+                src.line("if x is not MISSING:")
+                src.line(f"    k = ({key!r}, {src.const(fp)}, a)")
+                src.line("    ok = verdicts.get(k)")
+                src.line(f"    if ok is None: ok = verdicts[k] = bool({src.const(match)}(x))")
+                src.line("    if ok: h += 1")
+        except TooLarge:
+            return None
+        return src.build("v, a, verdicts", f"h / {len(items)}")
 
     def share_items(self) -> ShareItems:
         """Per listed key: (key, matches, is `$absent`, fingerprint). The fingerprint

@@ -372,3 +372,27 @@ def test_results_are_plain_dataclasses() -> None:
         c = r.counts
         again = type(c)(**{f.name: getattr(c, f.name) for f in dataclasses.fields(c)})
         assert again == c and vars(again) == vars(c) and repr(again) == repr(c)
+
+
+def test_difference_paths_join_like_field_paths() -> None:
+    """`explain._join` continues a field path from the relative path already shown in
+    the sentence; it must equal appending each part in turn."""
+    import random
+
+    from matcher.explain import _at, _join
+    from matcher.types import index_path, key_path
+
+    def appended(base: str, path: tuple[str | int, ...]) -> str:
+        for part in path:
+            base = index_path(base, part) if isinstance(part, int) else key_path(base, part)
+        return base
+
+    rng = random.Random(0)
+    keys = ["a", "", "a b", "[x", "$x", "a-b", "é", "1a", 'q"', "x.y", "_"]
+    for _ in range(3000):
+        path = tuple(
+            rng.choice(keys) if rng.random() < 0.7 else rng.randrange(3)
+            for _ in range(rng.randrange(4))
+        )
+        base = rng.choice(["calls[0].arguments", "turns[1].calls[2].result"])
+        assert _join(base, _at(path)) == appended(base, path), (base, path)
