@@ -71,6 +71,15 @@ class Differences:
 
     def _agreement(self, rows: list[ExpectedCall], free: list[int]) -> list[tuple[int, int]]:
         """Rows paired with free calls by the optimal assignment of (unweighted) shares."""
+        if len(free) == 1:  # one call left: the first row agreeing most with it
+            a = free[0]
+            get = self.shares.get
+            best, top = 0, get(rows[0], a)
+            for i in range(1, len(rows)):
+                s = get(rows[i], a)
+                if s > top:
+                    best, top = i, s
+            return [(best, 0)]
         if len(rows) * len(free) <= SMALL:
             return optimal_assignment(self.shares.matrix(rows, free, weighted=False))
         return best_agreement(rows, [self.calls[a].arguments for a in free], weighted=False)[1]

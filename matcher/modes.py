@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import explain
@@ -20,19 +19,25 @@ from .values import MISSING
 _INDEX_MIN = 3  # look candidates up by argument value above this many same-name calls
 
 
-@dataclass
 class Unit:
-    """The outcome of one evaluation; units add up into a result."""
+    """The outcome of one evaluation; units add up into a result (a plain slotted
+    class: one is made per evaluation)."""
 
-    diffs: list[Difference] = field(default_factory=list)
-    paired_actual: int = 0
-    paired_weight: float = 0.0
-    total_weight: float = 0.0
-    arg_num: float = 0.0  # weighted sum of argument shares
-    arg_den: float = 0.0  # weight of the calls that list argument keys
-    lcs: int = 0
-    n_expected: int = 0
-    tools: dict[str, list[float]] = field(default_factory=dict)
+    __slots__ = (
+        "arg_den", "arg_num", "diffs", "lcs", "n_expected", "paired_actual", "paired_weight",
+        "tools", "total_weight",
+    )  # fmt: skip
+
+    def __init__(self, n_expected: int = 0, total_weight: float = 0.0) -> None:
+        self.diffs: list[Difference] = []
+        self.paired_actual = 0
+        self.paired_weight = 0.0
+        self.total_weight = total_weight
+        self.arg_num = 0.0  # weighted sum of argument shares
+        self.arg_den = 0.0  # weight of the calls that list argument keys
+        self.lcs = 0
+        self.n_expected = n_expected
+        self.tools: dict[str, list[float]] = {}
 
 
 def _candidates(
@@ -124,7 +129,10 @@ def evaluate(
     if mode in ORDERED_MODES:
         compat: list[list[int]] = [[] for _ in range(n)]
         adj = compatibility(calls, plan, by_name, compat)
-        chain = in_order_greedy(compat, m) or lcs_chain(compat, blocks)
+        # The leftmost embedding of every expected call, when none lacks a compatible
+        # call (else it cannot exist); otherwise a longest chain.
+        greedy = in_order_greedy(compat, m) if all(adj) else None
+        chain = greedy or lcs_chain(compat, blocks)
         unit.lcs = len(chain)
     else:
         adj = compatibility(calls, plan, by_name)

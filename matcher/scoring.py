@@ -178,12 +178,16 @@ def _result(
     if ordered is not None:
         n_exp = sum(u.n_expected for u in ordered)
         order_score = sum(u.lcs for u in ordered) / n_exp if n_exp else 1.0
+    per_tool = []
+    for name in sorted(tools):
+        t = tools[name]
+        per_tool.append((name, t[0], t[1], t[2], t[3]))
     counts = build(Counts, {
         "paired_actual": paired_actual,
         "total_actual": total_actual,
         "paired_expected_weight": float(paired_w),
         "total_expected_weight": float(total_w),
-        "tools": tuple([(name, *tools[name]) for name in sorted(tools)]),
+        "tools": tuple(per_tool),
     })  # fmt: skip
     passed = not diffs
     return build(Result, {

@@ -55,6 +55,9 @@ class Mismatch(NamedTuple):
     spec: Any  # the JSON form of the failing spec
 
 
+# `Mismatch(...)` without the generated `__new__`'s Python frame (sentences of failures)
+_tuple_new = tuple.__new__
+
 LITERAL_TEST, ABSENT_TEST, SPEC_TEST = "literal", "absent", "spec"
 
 # Per listed key: (key, matches, is `$absent`, fingerprint); see `ObjectSpec.share_items`.
@@ -93,7 +96,7 @@ class Spec:
         """The first difference, or None when the value matches."""
         if self.matches(value):
             return None
-        return Mismatch((), value, self.describe(), self.to_json())
+        return _tuple_new(Mismatch, ((), value, self.describe(), self.to_json()))
 
     def emit(self, x: str, src: Source) -> None:
         """Write the test of this spec on the local variable `x` (see `codegen`): by
@@ -348,7 +351,8 @@ class ObjectSpec(Spec):
                 return Mismatch((key,), MISSING, spec.describe(), spec.to_json())
             sub = spec.mismatch(x)
             if sub is not None:
-                return Mismatch((key, *sub.path), sub.actual, sub.expected, sub.spec)
+                path = (key, *sub.path) if sub.path else (key,)
+                return _tuple_new(Mismatch, (path, sub.actual, sub.expected, sub.spec))
         if self.exact:
             for key, x in value.items():
                 if key not in self.entries:

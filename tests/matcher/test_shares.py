@@ -54,6 +54,32 @@ def test_certified_total_is_the_optimum(
                 assert shares.beats(e, a, value) is truth  # from the memo
 
 
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    expected=st.lists(st.dictionaries(st.sampled_from(["x", "y"]), specs, min_size=1),
+                      min_size=1, max_size=5),
+    actual=st.lists(args, min_size=1, max_size=3),
+)  # fmt: skip
+def test_explanations_pair_leftovers_by_the_optimal_assignment(
+    expected: list[dict[str, Any]], actual: list[dict[str, Any]]
+) -> None:
+    """`Differences._agreement` (which pairs a leftover call with the first row that
+    agrees most without building a matrix) is the optimal assignment of the shares."""
+    from matcher.assign import optimal_assignment
+    from matcher.differences import Differences
+    from matcher.explain import Frame
+
+    body = [{"name": "t", "arguments": a} for a in expected]
+    plan = parse_expectation({"match": "unordered", "calls": body}).plan
+    assert plan is not None
+    calls = [Call("t", a) for a in actual]
+    rows = list(plan.calls)
+    free = list(range(len(calls)))
+    ctx = Differences(calls, rows, Frame(), {"t": free}, [], Shares(calls))
+    want = optimal_assignment(Shares(calls).matrix(rows, free, weighted=False))
+    assert ctx._agreement(rows, free) == want
+
+
 def _nested(ident: int, **options: Any) -> dict[str, Any]:
     """An expected `t` call whose `include` spec `{items: true}` is the same text in
     every call; only its exactness (from `arguments_match`) differs."""
