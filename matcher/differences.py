@@ -147,8 +147,13 @@ class Differences:
                 continue
             rows = [e for e in self.expected if e.name == call.name]
             detail = None
-            if rows:
-                best = max(rows, key=lambda e: _share(e, call))
+            if rows:  # the first row agreeing most with the call
+                get = self.shares.get
+                best, top = rows[0], get(rows[0], a)
+                for e in rows[1:]:
+                    share = get(e, a)
+                    if share > top:
+                        best, top = e, share
                 detail = explain.mismatch(self.frame, best, a, call)
             self.diffs.append(explain.unexpected(self.frame, a, call, detail))
 
@@ -158,8 +163,3 @@ def diff_order(d: Difference) -> tuple[int, int, int]:
     if d.expected_index is not None:
         return (0, d.expected_index, d.actual_index or 0)
     return (1, d.actual_index or 0, 0)
-
-
-def _share(e: ExpectedCall, call: Call) -> float:
-    listed = e.listed
-    return listed.key_share(call.arguments) if listed is not None else 0.0
