@@ -121,6 +121,11 @@ def _constraints(
     frame: Frame,
 ) -> list[Difference]:
     """`forbid`, `allow`, `require_no_errors` per call, then the call budget."""
+    if (
+        not exp.forbid and exp.allow is None and not exp.require_no_errors
+        and exp.max_calls is None and exp.min_calls is None
+    ):  # fmt: skip
+        return []  # the usual expectation: no constraint at all
     bad: list[list[Difference]] = [[], [], []]
     check_names = bool(exp.forbid) or exp.allow is not None
     if check_names or exp.require_no_errors:
@@ -176,8 +181,12 @@ def _result(
     argument_score = arg_num / arg_den if arg_den else 1.0
     order_score = None
     if ordered is not None:
-        n_exp = sum(u.n_expected for u in ordered)
-        order_score = sum(u.lcs for u in ordered) / n_exp if n_exp else 1.0
+        if len(ordered) == 1:
+            n_exp, lcs = ordered[0].n_expected, ordered[0].lcs
+        else:
+            n_exp = sum(u.n_expected for u in ordered)
+            lcs = sum(u.lcs for u in ordered)
+        order_score = lcs / n_exp if n_exp else 1.0
     per_tool = []
     for name in sorted(tools):
         t = tools[name]

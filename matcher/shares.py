@@ -138,18 +138,23 @@ def certified_total(
     free = []
     held = []
     used = set()
+    top = 0.0  # the largest weight
     for i, c in enumerate(paired):
+        e = rows[i]
+        if e.weight > top:
+            top = e.weight
         if c < 0:
             free.append(i)
         else:
-            held.append(rows[i])
+            held.append(e)
             used.add(c)
     if not used:
         return None
-    free_cols = [k for k in range(len(cols)) if k not in used]
-    quick = _column_bound(rows, cols, held, free, free_cols, shares)
+    col_calls = [a for k, a in enumerate(cols) if k not in used]
+    quick = _column_bound(rows, top, held, free, col_calls, shares)
     if quick is not None:
         return quick
+    free_cols = [k for k in range(len(cols)) if k not in used]
     val = {i: shares.matrix([rows[i]], cols)[0] for i in free}
     sub = [[val[i][k] for k in free_cols] for i in free]
     value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if free_cols else 0.0
@@ -176,25 +181,24 @@ def certified_total(
 
 def _column_bound(
     rows: Sequence[ExpectedCall],
-    cols: Sequence[int],
+    top: float,
     held: Sequence[ExpectedCall],
     free: Sequence[int],
-    free_cols: Sequence[int],
+    col_calls: Sequence[int],
     shares: Shares,
 ) -> float | None:
     """The cheap case of `certified_total`: no assignment beats Σ over columns of the
-    best value any row can get there. A used column is bounded by the largest weight;
-    a free column by its best value over every row. When keeping the `held` (paired)
-    rows and assigning the free rows optimally on the free columns reaches that bound,
-    it is optimal (values exact, so the comparison is exact)."""
+    best value any row can get there. A used column is bounded by the largest weight
+    (`top`); a free column (`col_calls`: the actual calls of the free columns) by its
+    best value over every row. When keeping the `held` (paired) rows and assigning the
+    free rows optimally on the free columns reaches that bound, it is optimal (values
+    exact, so the comparison is exact)."""
     base = 0.0
     for e in held:
         base += e.weight
-    top = max([e.weight for e in rows])
     if base != top * len(held):
         return None
     get = shares.get
-    col_calls = [cols[k] for k in free_cols]
     if len(col_calls) == 1:  # the usual failure (one call missing or wrong): no assignment
         a = col_calls[0]
         value = 0.0
