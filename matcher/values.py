@@ -339,7 +339,7 @@ class ObjectSpec(Spec):
         return None
 
     def mismatch(self, value: Any) -> Mismatch | None:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             return Mismatch((), value, "an object", self.to_json())
         for key, spec in self.entries.items():
             x = value.get(key, MISSING)
