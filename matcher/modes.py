@@ -136,12 +136,14 @@ def evaluate(
         unit.lcs = len(chain)
     else:
         adj = compatibility(calls, plan, by_name)
-    if len(chain) == m:  # every expected call paired in order: a maximum matching too
-        match_l = [-1] * m
-        for j, a in chain:
-            match_l[j] = a
-    else:
-        # Unweighted: grow the chain (a matching already) into a maximum matching.
+    # The chain is a matching. It is a maximum one (of maximum weight too) when it pairs
+    # every expected call, or, unweighted, when no expected call it leaves out has a
+    # compatible call (no augmenting path starts there). Else: grow it, unweighted, or
+    # match by decreasing weight.
+    match_l = [-1] * m
+    for j, a in chain:
+        match_l[j] = a
+    if len(chain) < m and (plan.order is not None or not chain or _augmentable(adj, match_l)):
         start = chain if plan.order is None else ()
         match_l = max_matching(adj, n, plan.order, start)
     short = _tally(unit, plan, by_name, match_l)
@@ -151,6 +153,14 @@ def evaluate(
         unit.diffs = _differences(ctx, mode, chain, blocks, match_l, path)
     _argument_score(unit, calls, plan, by_name, match_l, shares, short)
     return unit
+
+
+def _augmentable(adj: Sequence[Sequence[int]], match_l: Sequence[int]) -> bool:
+    """True when an unpaired expected call has a compatible call."""
+    for j, r in enumerate(match_l):  # noqa: SIM110 - a loop: any() over a generator costs more
+        if r < 0 and adj[j]:
+            return True
+    return False
 
 
 def _tally(

@@ -113,7 +113,14 @@ class Shares:
     ) -> list[list[float]]:
         """[i][k]: (weight of row i ×) its share on actual call cols[k]."""
         get = self.get
-        return [[(e.weight if weighted else 1.0) * get(e, a) for a in cols] for e in rows]
+        out = []
+        for e in rows:  # loops: cheaper than nested comprehensions for a few calls
+            w = e.weight if weighted else 1.0
+            row = []
+            for a in cols:
+                row.append(w * get(e, a))
+            out.append(row)
+        return out
 
 
 def small_total(rows: Sequence[ExpectedCall], cols: Sequence[int], shares: Shares) -> float:
@@ -209,11 +216,7 @@ def _column_bound(
                 value = v
         col_best = [value]
     else:
-        sub = []
-        for i in free:
-            e = rows[i]
-            w = e.weight
-            sub.append([w * get(e, a) for a in col_calls])
+        sub = shares.matrix([rows[i] for i in free], col_calls)
         value = sum([sub[i][j] for i, j in optimal_assignment(sub)]) if col_calls else 0.0
         # Exact values: the bound equals base + value iff each free column's best over
         # the free rows adds up to value and no held row does better on a free column.
