@@ -3,10 +3,11 @@
 A spec tree's `matches` built from closures costs a Python call per node (an object
 spec with three literal keys: four calls). Each spec class instead writes the test
 it stands for as lines of source (`Spec.emit`); `Source.build` turns the lines into
-one function. Literal values and operator predicates are passed in as closure
-variables, never spelled into the source, so specs of the same shape (the same keys,
-literal types and operators) share one compiled factory: compiling happens once per
-shape, and each further spec of that shape costs one call.
+one function. Keys, literal values and operator predicates are passed in as closure
+variables, never spelled into the source (which holds only names, operators and small
+integers), so specs of the same shape (the same nesting, literal types and operators)
+share one compiled factory: compiling happens once per shape, and each further spec of
+that shape costs one call.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ _GLOBALS: dict[str, Any] = {
 _FACTORIES: dict[str, Callable[..., Callable[..., Any]]] = {}
 _MAX_FACTORIES = 1024  # distinct shapes kept; the cache starts over beyond that
 # Larger specs are not compiled (their owners fall back to walking the tree): compiling
-# costs about 20 µs a line, and the cache must stay small (1,024 × 64 short lines).
+# costs about 20 µs a line, and the cache must stay small (1,024 × 64 short lines: no key
+# or value of any size is ever part of a source).
 MAX_LINES = 64
 
 

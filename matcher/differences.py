@@ -71,7 +71,9 @@ class Differences:
 
     def _agreement(self, rows: list[ExpectedCall], free: list[int]) -> list[tuple[int, int]]:
         """Rows paired with free calls by the optimal assignment of (unweighted) shares."""
-        if len(free) == 1:  # one call left: the first row agreeing most with it
+        if len(free) == 1 and len(rows) <= SMALL:  # one call left: the first row agreeing most
+            # (above SMALL cells, `best_agreement`'s share matrix, whose shares round
+            # differently, decides as it always has)
             a = free[0]
             get = self.shares.get
             best, top = 0, get(rows[0], a)

@@ -236,12 +236,12 @@ class ObjectSpec(Spec):
         checks = self._checks()
         for key, spec in checks:
             y = src.var()
-            src.assign(y, f"{x}.get({key!r}, MISSING)")
+            src.assign(y, f"{x}.get({src.const(key)}, MISSING)")
             src.fail_if(f"{y} is MISSING")
             spec.emit(y, src)
         for key, spec in self.entries.items():
             if isinstance(spec, AbsentSpec):
-                src.fail_if(f"{key!r} in {x}")
+                src.fail_if(f"{src.const(key)} in {x}")
         if self.exact:
             src.fail_if(f"len({x}) != {len(checks)}")
 
@@ -281,15 +281,16 @@ class ObjectSpec(Spec):
             src.line("h = 0")
             for (key, match, absent, fp), spec in zip(items, self.entries.values(), strict=True):
                 if absent:
-                    src.line(f"if {key!r} not in v: h += 1")
+                    src.line(f"if {src.const(key)} not in v: h += 1")
                     continue
-                src.line(f"x = v.get({key!r}, MISSING)")
+                k = src.const(key)
+                src.line(f"x = v.get({k}, MISSING)")
                 if fp is None:  # a literal
                     assert isinstance(spec, Literal)
                     src.line(f"if x is not MISSING and {spec.condition('x', src)}: h += 1")
                     continue
                 src.line("if x is not MISSING:")
-                src.line(f"    k = ({key!r}, {src.const(fp)}, a)")
+                src.line(f"    k = ({k}, {src.const(fp)}, a)")
                 src.line("    ok = verdicts.get(k)")
                 src.line(f"    if ok is None: ok = verdicts[k] = bool({src.const(match)}(x))")
                 src.line("    if ok: h += 1")

@@ -125,3 +125,34 @@ def test_specs_of_one_shape_share_a_compiled_factory() -> None:
     assert b.matches({"order_id": 2, "note": "yy"}) and not b.matches({"order_id": 2, "note": "xx"})
     compile_spec({"other": 1}, "arguments", False)
     assert len(codegen._FACTORIES) == 2
+
+
+def test_keys_never_reach_the_source() -> None:
+    """Keys are passed in like values: a `str` subclass (an enum member) works as its
+    plain text does, a `__repr__` of its own runs nothing, and a huge key stays out of
+    the cached sources."""
+    import enum
+
+    class K(enum.StrEnum):
+        A = "a"
+
+    spec = compile_spec({K.A: 1, "b": {K.A: True}}, "arguments", False)
+    assert spec.matches({"a": 1, "b": {"a": True}})
+    assert not spec.matches({"a": 2, "b": {"a": True}})
+
+    ran: list[str] = []
+
+    class Sneaky(str):
+        def __repr__(self) -> str:
+            ran.append("repr")
+            return "__import__('os').getpid() or 'a'"
+
+    sneaky = compile_spec({Sneaky("a"): 1, "z": {"$absent": True}}, "arguments", True)
+    assert sneaky.matches({"a": 1}) and not sneaky.matches({"a": 1, "z": 0})
+    assert ran == []
+
+    codegen._FACTORIES.clear()
+    huge = "k" * 1_000_000
+    big = compile_spec({huge: 1, "n": {huge: "x"}}, "arguments", False)
+    assert big.matches({huge: 1, "n": {huge: "x"}})
+    assert codegen._FACTORIES and max(len(text) for text in codegen._FACTORIES) < 2_000

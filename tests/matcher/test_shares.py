@@ -80,6 +80,21 @@ def test_explanations_pair_leftovers_by_the_optimal_assignment(
     assert ctx._agreement(rows, free) == want
 
 
+def test_a_leftover_call_among_many_rows_is_explained_as_before() -> None:
+    """Above SMALL rows, one leftover call is paired by `best_agreement` (its share
+    matrix rounds k × (1/n), so 9/15 and 3/5 differ by an ulp), as before the
+    one-column shortcut: the tie between the two rows below goes to expected call 1."""
+    args = {f"k{i}": 0 for i in range(15)}
+    first = {f"k{i}": (0 if i < 9 else 1) for i in range(15)}  # 9 of 15 keys hold
+    second = {"k0": 0, "k1": 0, "k2": 0, "k3": 1, "k4": 1}  # 3 of 5
+    rest = [{"name": "f", "arguments": {"zz": i}} for i in range(63)]
+    body = [{"name": "f", "arguments": first}, {"name": "f", "arguments": second}, *rest]
+    exp = parse_expectation({"match": "superset", "calls": body})
+    r = score(exp, Trajectory.from_calls([Call("f", args)]))[0]
+    argument = [d for d in r.differences if d.kind == "argument"]
+    assert [(d.expected_index, d.path) for d in argument] == [(1, "calls[1].arguments.k3")]
+
+
 def _nested(ident: int, **options: Any) -> dict[str, Any]:
     """An expected `t` call whose `include` spec `{items: true}` is the same text in
     every call; only its exactness (from `arguments_match`) differs."""
