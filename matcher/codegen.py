@@ -59,18 +59,16 @@ class Source:
 
     def fail_if(self, condition: str) -> None:
         """Return False when `condition` holds."""
-        self._line(f"if {condition}: return False")
+        self.line(f"if {condition}: return False")
 
     def assign(self, name: str, expression: str) -> None:
-        self._line(f"{name} = {expression}")
+        self.line(f"{name} = {expression}")
 
-    def _line(self, line: str) -> None:
+    def line(self, line: str) -> None:
         """One line of the body (indented further by leading spaces)."""
         if len(self.lines) == MAX_LINES:
             raise TooLarge
         self.lines.append(line)
-
-    line = _line
 
     def build(self, params: str = "v", returns: str = "True") -> Callable[..., Any]:
         """The compiled function taking `params` and returning `returns` after the last

@@ -74,14 +74,7 @@ class Differences:
         if len(free) == 1 and len(rows) <= SMALL:  # one call left: the first row agreeing most
             # (above SMALL cells, `best_agreement`'s share matrix, whose shares round
             # differently, decides as it always has)
-            a = free[0]
-            get = self.shares.get
-            best, top = 0, get(rows[0], a)
-            for i in range(1, len(rows)):
-                s = get(rows[i], a)
-                if s > top:
-                    best, top = i, s
-            return [(best, 0)]
+            return [(self.shares.closest(rows, free[0]), 0)]
         if len(rows) * len(free) <= SMALL:
             return optimal_assignment(self.shares.matrix(rows, free, weighted=False))
         return best_agreement(rows, [self.calls[a].arguments for a in free], weighted=False)[1]
@@ -150,12 +143,7 @@ class Differences:
             rows = [e for e in self.expected if e.name == call.name]
             detail = None
             if rows:  # the first row agreeing most with the call
-                get = self.shares.get
-                best, top = rows[0], get(rows[0], a)
-                for e in rows[1:]:
-                    share = get(e, a)
-                    if share > top:
-                        best, top = e, share
+                best = rows[self.shares.closest(rows, a)]
                 detail = explain.mismatch(self.frame, best, a, call)
             self.diffs.append(explain.unexpected(self.frame, a, call, detail))
 

@@ -124,7 +124,7 @@ class Plan:
     """What scoring needs from a list of expected calls, computed once at parse time."""
 
     __slots__ = (
-        "calls", "checks", "dup_of", "listed", "order", "per_name", "total_weight", "weights",
+        "calls", "checks", "listed", "order", "per_name", "total_weight", "weights",
     )  # fmt: skip
 
     def __init__(self, calls: tuple[ExpectedCall, ...]) -> None:
@@ -149,7 +149,6 @@ class Plan:
             body.pop("weight", None)
             key = json.dumps([e.mode, body], sort_keys=True, default=str)
             dup_of.append(first.setdefault(key, j))
-        self.dup_of = tuple(dup_of)
         # What `modes.compatibility` reads of each expected call: the first identical
         # call, name, check, whether the check takes the arguments alone, and the key
         # and scalar value to look candidates up by (None: no such key).

@@ -29,18 +29,6 @@ class Frame:
         self.turn = turn
         self.call_turns = call_turns
 
-    def turn_of(self, actual_index: int | None) -> int | None:
-        """The turn of an actual call (or of the frame)."""
-        if actual_index is not None and self.call_turns is not None:
-            return self.call_turns[actual_index]
-        return self.turn
-
-    def say(self, sentence: str) -> str:
-        """Prefix a sentence with the frame (`In turn 2, expected …`)."""
-        if not self.prefix:
-            return sentence
-        return self.prefix + sentence[:1].lower() + sentence[1:]
-
 
 def plural(n: float, word: str) -> str:
     """`1 call`, `2 calls`."""
@@ -71,7 +59,8 @@ def _diff(
     expected: Any = None,
     actual: Any = None,
 ) -> Difference:
-    # `frame.turn_of` and `frame.say`, inline: every difference passes here
+    # The turn: the actual call's, else the frame's. The sentence takes the frame's prefix
+    # (`In turn 2, expected …`).
     call_turns = frame.call_turns
     turn: int | None
     if actual_index is not None and call_turns is not None:

@@ -77,6 +77,16 @@ class Shares:
                     return False
         return w * (left / n) > value
 
+    def closest(self, rows: Sequence[ExpectedCall], a: int) -> int:
+        """The index of the first of `rows` whose share on actual call a is largest."""
+        get = self.get
+        best, top = 0, get(rows[0], a)
+        for i in range(1, len(rows)):
+            s = get(rows[i], a)
+            if s > top:
+                best, top = i, s
+        return best
+
     def _verdict(self, key: str, fp: str, a: int, match: Callable[[Any], bool], x: Any) -> bool:
         vk = (key, fp, a)
         ok = self.verdicts.get(vk)
@@ -85,11 +95,11 @@ class Shares:
         return ok
 
     def _share(self, e: ExpectedCall, items: ShareItems, a: int) -> float:
-        """`e.listed.key_share` on call a, each non-literal spec judged once per value."""
+        """`e.listed.key_share` on call a, each non-literal spec judged once per value
+        (for specs too large to compile, and arguments that are no object)."""
         v = self.calls[a].arguments
         if type(v) is not dict and not isinstance(v, Mapping):
             return e.listed.key_share(v) if e.listed is not None else 0.0
-        verdicts = self.verdicts
         hits = 0
         for key, match, absent, fp in items:
             if absent:
@@ -98,14 +108,7 @@ class Shares:
             x = v.get(key, MISSING)
             if x is MISSING:
                 continue
-            if fp is None:
-                hits += match(x)
-                continue
-            vk = (key, fp, a)
-            ok = verdicts.get(vk)
-            if ok is None:
-                ok = verdicts[vk] = bool(match(x))
-            hits += ok
+            hits += match(x) if fp is None else self._verdict(key, fp, a, match, x)
         return hits / len(items)
 
     def matrix(
