@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
 from collector.ingest import Ingest, admitted
+from collector.listen import PortInUse
 from collector.receivers.codec import PROTOBUF, response_for
 
 log = logging.getLogger(__name__)
@@ -94,7 +95,9 @@ class GrpcReceiver:
         self.max_message_bytes = max_message_bytes
         self._server: grpc.aio.Server | None = None
 
-    async def __aenter__(self) -> GrpcReceiver:
+    def bind(self) -> None:
+        """Create the server and bind its port (in the running event loop, before serving);
+        raises PortInUse when the address is taken. `__aenter__` binds if this was not called."""
         server = grpc.aio.server(
             interceptors=self.interceptors,
             options=[
@@ -103,13 +106,28 @@ class GrpcReceiver:
                 # the bodies received but not yet answered stay few, whatever the load
                 ("grpc.max_concurrent_streams", MAX_STREAMS_PER_CONNECTION),
                 ("grpc.max_send_message_length", 16 * 1024 * 1024),
+                # gRPC sets SO_REUSEPORT by default: a second server would then share the port
+                # and the kernel would split clients (and spans) between the two
+                ("grpc.so_reuseport", 0),
             ],
         )
         server.add_generic_rpc_handlers((TraceService(self.ingest).handler(),))
         host = f"[{self.host}]" if ":" in self.host else self.host
-        self.port = server.add_insecure_port(f"{host}:{self.port}")
-        await server.start()
+        reason = "the address is in use or not available"
+        try:
+            port = server.add_insecure_port(f"{host}:{self.port}")
+        except RuntimeError as exc:  # grpcio raises on a failed bind (older versions gave 0)
+            raise PortInUse("OTLP/gRPC", "--grpc-port", self.host, self.port, reason) from exc
+        if port == 0:
+            raise PortInUse("OTLP/gRPC", "--grpc-port", self.host, self.port, reason)
+        self.port = port
         self._server = server
+
+    async def __aenter__(self) -> GrpcReceiver:
+        if self._server is None:
+            self.bind()
+        assert self._server is not None
+        await self._server.start()
         log.info("OTLP/gRPC listening on %s:%d", self.host, self.port)
         return self
 
