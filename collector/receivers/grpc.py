@@ -1,4 +1,4 @@
-"""OTLP/gRPC receiver: opentelemetry.proto.collector.trace.v1.TraceService/Export."""
+"""OTLP/gRPC receiver: the TraceService, LogsService and MetricsService Export methods."""
 
 from __future__ import annotations
 
@@ -10,18 +10,22 @@ from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2
+from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
 from collector.ingest import Ingest, admitted
 from collector.listen import PortInUse
-from collector.receivers.codec import PROTOBUF, response_for
+from collector.receivers.codec import PROTOBUF, SIGNALS, response_for
 
 log = logging.getLogger(__name__)
 TRANSPORT = "grpc"
-SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+SERVICES = {  # signal -> the OTLP service that exports it
+    "traces": "opentelemetry.proto.collector.trace.v1.TraceService",
+    "logs": "opentelemetry.proto.collector.logs.v1.LogsService",
+    "metrics": "opentelemetry.proto.collector.metrics.v1.MetricsService",
+}
 MAX_STREAMS_PER_CONNECTION = 16
 
 
@@ -39,20 +43,20 @@ def abort_status(exc: Exception) -> grpc.Status:
     return rpc_status.to_status(status_pb2.Status(code=code, message=str(exc)))
 
 
-class TraceService:
-    """Export decodes the request itself (so an undecodable body is INVALID_ARGUMENT, not
-    INTERNAL), hands it to ingest and answers as OTLP says."""
+class ExportService:
+    """One signal's Export: it decodes the request itself (so an undecodable body is
+    INVALID_ARGUMENT, not INTERNAL), hands it to ingest and answers as OTLP says."""
 
-    def __init__(self, ingest: Ingest) -> None:
+    def __init__(self, ingest: Ingest, signal: str) -> None:
         self.ingest = ingest
+        self.signal = signal
 
-    async def export(
-        self, body: bytes, context: grpc.aio.ServicerContext
-    ) -> ExportTraceServiceResponse:
+    async def export(self, body: bytes, context: grpc.aio.ServicerContext) -> Message:
         try:
             try:
                 with admitted(self.ingest, len(body)) as ticket:
-                    result = await self.ingest.export(body, PROTOBUF, None, TRANSPORT, ticket)
+                    result = await self.ingest.export(body, PROTOBUF, None, TRANSPORT, ticket,
+                                                      self.signal)
             except (InvalidPayload, Overloaded):
                 raise
             except Exception as exc:  # boundary: a clear answer, never INTERNAL/UNKNOWN
@@ -65,16 +69,16 @@ class TraceService:
             status = abort_status(exc)
             await context.abort(status.code, status.details, status.trailing_metadata)
             raise  # unreachable: abort raises
-        return response_for(result)
+        return response_for(result, self.signal)
 
     def handler(self) -> grpc.GenericRpcHandler:
-        """The generic handler that serves TraceService/Export with raw request bytes."""
+        """The generic handler that serves <Signal>Service/Export with raw request bytes."""
         method = grpc.unary_unary_rpc_method_handler(
             self.export,
             request_deserializer=None,
-            response_serializer=ExportTraceServiceResponse.SerializeToString,
+            response_serializer=SIGNALS[self.signal].response.SerializeToString,
         )
-        return grpc.method_handlers_generic_handler(SERVICE, {"Export": method})
+        return grpc.method_handlers_generic_handler(SERVICES[self.signal], {"Export": method})
 
 
 class GrpcReceiver:
@@ -111,7 +115,8 @@ class GrpcReceiver:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        server.add_generic_rpc_handlers((TraceService(self.ingest).handler(),))
+        server.add_generic_rpc_handlers(
+            tuple(ExportService(self.ingest, signal).handler() for signal in SERVICES))
         host = f"[{self.host}]" if ":" in self.host else self.host
         reason = "the address is in use or not available"
         try:
