@@ -313,7 +313,8 @@ class Ingest:
         m.records.labels(signal, transport).inc(records)
         m.spans.inc(batch.span_count)
         m.tool_calls.inc(len(batch.calls))
-        m.rejected_spans.inc(len(batch.rejected))
+        if signal == "traces":  # refused log records and data points are not spans
+            m.rejected_spans.inc(len(batch.rejected))
         m.unextracted_spans.inc(len(batch.unextracted))
         m.truncated_values.inc(batch.truncated)
         m.ingest_seconds.labels(transport).observe(time.perf_counter() - started)

@@ -230,6 +230,8 @@ def test_invalid_metric_points_are_rejected_alone(server: Server) -> None:
         answer.partial_success.error_message)
     assert "exemplar trace_id must be 16 bytes" in answer.partial_success.error_message
     assert records(server, "metrics", "grpc") == before + 3
+    assert "tooltrail_ingest_rejected_spans_total 0.0" in httpx.get(
+        f"{server.base_url}/metrics").text  # data points are not spans
 
 
 def test_logs_and_metrics_need_an_ingest_key(tmp_path: Path) -> None:
