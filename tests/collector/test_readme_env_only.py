@@ -44,12 +44,12 @@ def run_agent(agent: Path, env: dict[str, str]) -> subprocess.CompletedProcess[s
                           capture_output=True, timeout=120, cwd=agent.parent)
 
 
-def trace_records(server: Server, transport: str) -> float:
+def records(server: Server, transport: str, signal: str = "traces") -> float:
     text = httpx.get(f"{server.base_url}/metrics").text
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if (sample.name == "tooltrail_ingest_records_total"
-                    and sample.labels == {"signal": "traces", "transport": transport}):
+                    and sample.labels == {"signal": signal, "transport": transport}):
                 return sample.value
     return 0.0
 
@@ -80,21 +80,39 @@ def test_readme_env_only_agent_over_grpc_and_http(tmp_path: Path) -> None:
             ("http/protobuf", "http", f"http://127.0.0.1:{server.http_port}"),
         ]
         for count, (protocol, transport, endpoint) in enumerate(runs, start=1):
-            before = trace_records(server, transport)
+            before = records(server, transport)
             result = run_agent(agent, otel_env(
                 OTEL_SERVICE_NAME="support-agent", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
                 OTEL_EXPORTER_OTLP_PROTOCOL=protocol, OTEL_EXPORTER_OTLP_HEADERS=headers))
             assert result.returncode == 0, result.stderr
             assert "Failed to export" not in result.stderr, result.stderr
             assert "Traceback" not in result.stderr, result.stderr
-            assert trace_records(server, transport) == before + 2  # agent + tool span
+            assert records(server, transport) == before + 2  # agent + tool span
             assert turns(server) == [[("lookup_order", {"order_id": 42})]] * count
+
+        # opentelemetry-instrument exports the agent's logs and metrics too, and they are
+        # accepted (the README says so): the same agent, logging and counting one thing
+        chatty = tmp_path / "chatty.py"
+        chatty.write_text(agent.read_text() + (
+            "import logging\nfrom opentelemetry import metrics\n"
+            "metrics.get_meter('support-agent').create_counter('refunds').add(1)\n"
+            "logging.getLogger('support').warning('refund issued')\n"))
+        for protocol, transport, endpoint in runs:
+            before = records(server, transport, "logs"), records(server, transport, "metrics")
+            result = run_agent(chatty, otel_env(
+                OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_EXPORTER_OTLP_PROTOCOL=protocol,
+                OTEL_EXPORTER_OTLP_HEADERS=headers,
+                OTEL_PYTHON_LOGGING_AUTO_INSTRUMENTATION_ENABLED="true"))
+            assert result.returncode == 0 and "Failed to export" not in result.stderr, (
+                result.stderr)
+            assert records(server, transport, "logs") == before[0] + 1
+            assert records(server, transport, "metrics") == before[1] + 1
 
         # the key really comes from OTEL_EXPORTER_OTLP_HEADERS: without it nothing is stored
         refused = run_agent(agent, otel_env(
             OTEL_EXPORTER_OTLP_ENDPOINT=runs[1][2], OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf"))
         assert "Failed to export" in refused.stderr and "401" in refused.stderr
-        assert len(turns(server)) == 2
+        assert len(turns(server)) == 4
 
 
 def test_readme_names_every_capture_switch_the_captures_set() -> None:
