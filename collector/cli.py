@@ -73,6 +73,14 @@ def cmd_serve(settings: Settings) -> int:
             "read results and change expectations. Set TOOLTRAIL_API_KEYS. !!!",
             settings.host,
         )
+    from collector.listen import PortInUse, tcp_listener
+
+    try:  # both ports are bound before anything starts: a taken port is exit 2, not a share
+        http_socket = tcp_listener("OTLP/HTTP and the REST API", "--http-port",
+                                   settings.host, settings.http_port)
+    except PortInUse as exc:
+        log.error("%s", exc)
+        return 2
     app = create_app(settings)
     config = uvicorn.Config(
         app,
@@ -84,8 +92,14 @@ def cmd_serve(settings: Settings) -> int:
     )
     server = uvicorn.Server(config)
 
-    async def run() -> None:
-        task = asyncio.create_task(server.serve())
+    async def run() -> int:
+        try:
+            app.state.grpc_receiver.bind()
+        except PortInUse as exc:
+            http_socket.close()
+            log.error("%s", exc)
+            return 2
+        task = asyncio.create_task(server.serve(sockets=[http_socket]))
         while not server.started and not task.done():
             await asyncio.sleep(0.02)
         if server.started:
@@ -100,9 +114,9 @@ def cmd_serve(settings: Settings) -> int:
                 "on" if settings.worker else "off",
             )
         await task
+        return 0
 
-    asyncio.run(run())
-    return 0
+    return asyncio.run(run())
 
 
 def cmd_worker(settings: Settings) -> int:

@@ -5,6 +5,8 @@ with a retryable `Overloaded` when the bytes already admitted would overflow its
 body then goes through the pipeline (decode → extract → prepare rows) — inline for small
 bodies, in worker processes for large ones, since extraction is pure Python and the service
 has more than one core — and the prepared batch is written; the answer is given after commit.
+Every OTLP signal takes this path; what differs per signal is its reader (`READERS`): traces
+are extracted into tool calls, logs and metrics are validated and counted (collector.signals).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, StoreU
 from collector.extract import ExtractOptions, extract
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
+from collector.signals import read_logs, read_metrics
 
 log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input
@@ -83,9 +86,29 @@ class BatchSink(Protocol):
     def record(self, errors: list[dict[str, Any]]) -> None: ...
 
 
-Decoder = Callable[
-    [bytes, str, "str | None", int], tuple[ExportTraceServiceRequest, list[RejectedSpan]]
-]
+# (body, media type, content encoding, size limit, signal) -> (request, refused spans)
+Decoder = Callable[[bytes, str, "str | None", int, str], tuple[Any, list[RejectedSpan]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """How one signal's decoded request becomes a batch: (batch, records received)."""
+
+    read: Callable[[Any, ExtractOptions], tuple[Batch, int]]
+    noun: str  # what its records are called in answers
+    error_kind: str  # the ingest_errors kind of a refused record
+
+
+def read_traces(request: ExportTraceServiceRequest, options: ExtractOptions) -> tuple[Batch, int]:
+    batch = extract_safely(request, options)
+    return batch, batch.span_count
+
+
+READERS = {
+    "traces": Reader(read_traces, "spans", "rejected_span"),
+    "logs": Reader(read_logs, "log records", "rejected_log_record"),
+    "metrics": Reader(read_metrics, "data points", "rejected_data_point"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,16 +122,17 @@ class Pipeline:
 
 
 def run_pipeline(
-    pipeline: Pipeline, body: bytes, media: str, encoding: str | None
-) -> tuple[Prepared, int]:
-    """Decode, extract and prepare one body: (prepared batch, decoded size)."""
-    request, refused = pipeline.decode(body, media, encoding, pipeline.limit)
+    pipeline: Pipeline, body: bytes, media: str, encoding: str | None, signal: str = "traces"
+) -> tuple[Prepared, int, int]:
+    """Decode, read and prepare one body: (prepared batch, decoded size, records received)."""
+    request, refused = pipeline.decode(body, media, encoding, pipeline.limit, signal)
     size = request.ByteSize()
-    batch = extract_safely(request, pipeline.options)
+    batch, records = READERS[signal].read(request, pipeline.options)
     if refused:  # spans the decoder had to drop (invalid UTF-8) count as rejected
         batch = replace(batch, rejected=(*refused, *batch.rejected),
                         span_count=batch.span_count + len(refused))
-    return pipeline.prepare(batch), size
+        records += len(refused)
+    return pipeline.prepare(batch), size, records
 
 
 def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
@@ -220,15 +244,17 @@ class Offload:
             initializer=_worker_init,
         )
 
-    async def run(self, body: bytes, media: str, encoding: str | None) -> tuple[Prepared, int]:
-        """(prepared batch, decoded size) for one body."""
+    async def run(
+        self, body: bytes, media: str, encoding: str | None, signal: str = "traces"
+    ) -> tuple[Prepared, int, int]:
+        """(prepared batch, decoded size, records received) for one body of `signal`."""
         compressed = encoding is not None and encoding.strip().lower() not in ("", "identity")
         if self._pool is None or (len(body) < self.inline_bytes and not compressed):
-            return run_pipeline(self.pipeline, body, media, encoding)
+            return run_pipeline(self.pipeline, body, media, encoding, signal)
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(
-                self._pool, run_pipeline, self.pipeline, body, media, encoding
+                self._pool, run_pipeline, self.pipeline, body, media, encoding, signal
             )
         except BrokenProcessPool as exc:  # a worker died (killed, out of memory): start anew
             if self.metrics is not None:
@@ -265,15 +291,18 @@ class Ingest:
         self.sink.record([error_row(transport, kind, str(exc))])
 
     async def export(
-        self, body: bytes, media: str, encoding: str | None, transport: str, ticket: Ticket
+        self, body: bytes, media: str, encoding: str | None, transport: str, ticket: Ticket,
+        signal: str = "traces",
     ) -> IngestResult:
-        """Decode, extract, write and answer one request body (admitted with `ticket`)."""
+        """Decode, read, write and answer one request body of `signal` (admitted with
+        `ticket`)."""
         started = time.perf_counter()
-        batch, size = await self.offload.run(body, media, encoding)
+        reader = READERS[signal]
+        batch, size, records = await self.offload.run(body, media, encoding, signal)
         ticket.resize(size * MEMORY_PER_BYTE)
         errors = [
             error_row(transport, kind, s.reason, s)
-            for kind, spans in (("rejected_span", batch.rejected),
+            for kind, spans in ((reader.error_kind, batch.rejected),
                                 ("unextracted", batch.unextracted))
             for s in spans[:MAX_ERROR_ROWS]
         ]
@@ -281,13 +310,15 @@ class Ingest:
             await self.sink.write(batch, errors)
         m = self.metrics
         m.requests.labels(transport, "partial" if batch.rejected else "ok").inc()
+        m.records.labels(signal, transport).inc(records)
         m.spans.inc(batch.span_count)
         m.tool_calls.inc(len(batch.calls))
-        m.rejected_spans.inc(len(batch.rejected))
+        if signal == "traces":  # refused log records and data points are not spans
+            m.rejected_spans.inc(len(batch.rejected))
         m.unextracted_spans.inc(len(batch.unextracted))
         m.truncated_values.inc(batch.truncated)
         m.ingest_seconds.labels(transport).observe(time.perf_counter() - started)
-        return result_of(batch)
+        return result_of(batch, reader.noun)
 
 
 def outcome_of(exc: Exception) -> str:
@@ -301,11 +332,11 @@ def outcome_of(exc: Exception) -> str:
     return "invalid" if isinstance(exc, InvalidPayload) else "error"
 
 
-def result_of(batch: Prepared) -> IngestResult:
-    """partial_success for a batch: invalid spans are rejected; the rest are warnings."""
+def result_of(batch: Prepared, noun: str = "spans") -> IngestResult:
+    """partial_success for a batch: invalid records are rejected; the rest are warnings."""
     if batch.rejected:
         reasons = sorted({s.reason for s in batch.rejected})
-        return IngestResult(len(batch.rejected), "rejected spans: " + "; ".join(reasons[:5]))
+        return IngestResult(len(batch.rejected), f"rejected {noun}: " + "; ".join(reasons[:5]))
     warnings = []
     if batch.unextracted:
         reasons = sorted({s.reason for s in batch.unextracted})

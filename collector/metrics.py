@@ -18,6 +18,13 @@ class Metrics:
             registry=r,
         )
         self.spans = Counter("tooltrail_ingest_spans", "spans received", registry=r)
+        self.records = Counter(
+            "tooltrail_ingest_records",
+            "OTLP records received by signal (spans, log records, metric data points) and "
+            "transport; log records and metrics are validated and counted, not stored",
+            ["signal", "transport"],
+            registry=r,
+        )
         self.tool_calls = Counter(
             "tooltrail_ingest_tool_calls", "tool calls extracted and committed", registry=r
         )

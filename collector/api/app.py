@@ -99,6 +99,7 @@ def create_app(settings: Settings) -> FastAPI:
         description="OpenTelemetry trace collector that scores whether AI agents call the "
         "right tools.",
     )
+    app.state.grpc_receiver = grpc_receiver  # `serve` binds it before serving (see cli)
     app.state.tooltrail = AppState(
         settings=settings,
         engine=engine,

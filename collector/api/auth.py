@@ -14,12 +14,13 @@ from collector.api.errors import error_body
 from collector.auth import ApiKeys, Forbidden, Unauthenticated
 
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc")
+OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
 STATELESS = ("/api/v1/score", "/api/v1/expectations:validate")
 
 
 def permission_for(method: str, path: str) -> str | None:
     """What a request needs: `ingest`, `read`, `write`, or None for open paths."""
-    if path == "/v1/traces":
+    if path in OTLP_PATHS:
         return "ingest"
     if path.startswith("/api/"):
         if method in ("GET", "HEAD") or path in STATELESS:

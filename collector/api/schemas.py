@@ -218,3 +218,8 @@ class JobOut(BaseModel):
     created_at: str | None
     started_at: str | None
     finished_at: str | None
+
+
+class JobPage(BaseModel):
+    data: list[JobOut]
+    next_cursor: str | None

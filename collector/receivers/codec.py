@@ -1,4 +1,5 @@
-"""Decoding OTLP request bodies (protobuf, JSON, gzip/deflate) and encoding answers."""
+"""Decoding OTLP request bodies (protobuf, JSON, gzip/deflate) and encoding answers, for
+every signal (traces, logs, metrics): one decoder, told which request type to read."""
 
 from __future__ import annotations
 
@@ -6,11 +7,20 @@ import base64
 import binascii
 import json
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from google.rpc import status_pb2
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+    ExportLogsServiceRequest,
+    ExportLogsServiceResponse,
+)
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -24,6 +34,40 @@ from collector.receivers.lenient import salvage
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 256 * 1024
+IdPaths = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One OTLP signal: its request and response messages, its partial_success count field,
+    and where OTLP/JSON carries hex ids in its request (path of keys to the objects, id keys)."""
+
+    name: str
+    request: type[Message]
+    response: type[Message]
+    rejected_field: str
+    id_paths: IdPaths
+
+
+_EXEMPLARS: IdPaths = tuple(
+    (("resourceMetrics", "scopeMetrics", "metrics", kind, "dataPoints", "exemplars"),
+     ("traceId", "spanId"))
+    for kind in ("gauge", "sum", "histogram", "exponentialHistogram")
+)
+SIGNALS = {
+    signal.name: signal
+    for signal in (
+        Signal("traces", ExportTraceServiceRequest, ExportTraceServiceResponse,
+               "rejected_spans",
+               ((("resourceSpans", "scopeSpans", "spans"), ("traceId", "spanId", "parentSpanId")),
+                (("resourceSpans", "scopeSpans", "spans", "links"), ("traceId", "spanId")))),
+        Signal("logs", ExportLogsServiceRequest, ExportLogsServiceResponse,
+               "rejected_log_records",
+               ((("resourceLogs", "scopeLogs", "logRecords"), ("traceId", "spanId")),)),
+        Signal("metrics", ExportMetricsServiceRequest, ExportMetricsServiceResponse,
+               "rejected_data_points", _EXEMPLARS),
+    )
+}
 
 
 def media_type(content_type: str | None) -> str:
@@ -64,15 +108,15 @@ def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
 
 
 def decode_body(
-    body: bytes, media: str, encoding: str | None, limit: int
-) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
-    """Decompress and parse a request body: (request, spans refused while decoding).
+    body: bytes, media: str, encoding: str | None, limit: int, signal: str = "traces"
+) -> tuple[Any, list[RejectedSpan]]:
+    """Decompress and parse a request body of `signal`: (request, spans refused while decoding).
 
-    A protobuf body whose only fault is invalid UTF-8 in some strings keeps its other spans;
+    A trace request whose only fault is invalid UTF-8 in some strings keeps its other spans;
     the spans holding bad strings come back as rejected, each with the reason."""
     data = decompress(body, encoding, limit)
-    if media != PROTOBUF:
-        return decode_request(data, media), []
+    if media != PROTOBUF or signal != "traces":
+        return decode_request(data, media, signal), []
     try:
         return decode_request(data, media), []
     except InvalidPayload as exc:
@@ -84,9 +128,10 @@ def decode_body(
         return salvaged
 
 
-def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
-    """Parse an ExportTraceServiceRequest; raises InvalidPayload when it cannot be parsed."""
-    request = ExportTraceServiceRequest()
+def decode_request(body: bytes, media: str, signal: str = "traces") -> Any:
+    """Parse an Export<Signal>ServiceRequest; raises InvalidPayload when it cannot be parsed."""
+    kind = SIGNALS[signal]
+    request = kind.request()
     if media == PROTOBUF:
         try:
             request.ParseFromString(body)
@@ -100,7 +145,8 @@ def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
     if not isinstance(data, dict):
         raise InvalidPayload("OTLP/JSON body must be an object")
     try:
-        json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
+        json_format.ParseDict(_ids_to_base64(data, kind.id_paths), request,
+                              ignore_unknown_fields=True)
     except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
         raise InvalidPayload(f"body is not a valid OTLP/JSON request: {exc}") from exc
     except SystemError as exc:  # upb on a field name that is a lone surrogate ("\udeba")
@@ -122,26 +168,27 @@ def _hex_to_b64(value: Any) -> Any:
     return base64.b64encode(raw).decode()
 
 
-def _ids_to_base64(data: dict[str, Any]) -> dict[str, Any]:
+def _ids_to_base64(data: dict[str, Any], id_paths: IdPaths) -> dict[str, Any]:
     """OTLP/JSON carries ids as hex; protobuf's JSON mapping expects base64."""
-    for rs in _list(data.get("resourceSpans")):
-        for ss in _list(rs.get("scopeSpans") if isinstance(rs, dict) else None):
-            for span in _list(ss.get("spans") if isinstance(ss, dict) else None):
-                if not isinstance(span, dict):
-                    continue
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = _hex_to_b64(span[key])
-                for link in _list(span.get("links")):
-                    if isinstance(link, dict):
-                        for key in ("traceId", "spanId"):
-                            if key in link:
-                                link[key] = _hex_to_b64(link[key])
+    for path, keys in id_paths:
+        for node in _objects(data, path):
+            for key in keys:
+                if key in node:
+                    node[key] = _hex_to_b64(node[key])
     return data
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _objects(data: dict[str, Any], path: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The objects at the end of `path` (each step a list of objects or one object)."""
+    nodes = [data]
+    for key in path:
+        nodes = [child for node in nodes for child in _children(node.get(key))]
+    return nodes
+
+
+def _children(value: Any) -> list[dict[str, Any]]:
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if isinstance(item, dict)]
 
 
 def encode(message: Message, media: str) -> bytes:
@@ -151,13 +198,15 @@ def encode(message: Message, media: str) -> bytes:
     return message.SerializeToString()
 
 
-def response_for(result: IngestResult) -> ExportTraceServiceResponse:
-    """The OTLP response: empty on full success, else partial_success."""
-    response = ExportTraceServiceResponse()
+def response_for(result: IngestResult, signal: str = "traces") -> Message:
+    """The OTLP response of `signal`: empty on full success, else partial_success."""
+    kind = SIGNALS[signal]
+    response: Any = kind.response()  # each signal's response has its own partial_success
     if result.rejected_spans or result.error_message:
-        response.partial_success.rejected_spans = result.rejected_spans
+        setattr(response.partial_success, kind.rejected_field, result.rejected_spans)
         response.partial_success.error_message = result.error_message
-    return response
+    answer: Message = response
+    return answer
 
 
 def status_for(code: int, message: str) -> status_pb2.Status:

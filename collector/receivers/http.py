@@ -1,9 +1,11 @@
-"""OTLP/HTTP receiver: POST /v1/traces (protobuf or JSON, gzip or deflate)."""
+"""OTLP/HTTP receiver: POST /v1/traces, /v1/logs, /v1/metrics (protobuf or JSON, gzip or
+deflate), all through the same admission, decoding, error mapping and ingest path."""
 
 from __future__ import annotations
 
 import logging
 import math
+from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from starlette.requests import ClientDisconnect
@@ -12,6 +14,7 @@ from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, Unsupp
 from collector.ingest import Ingest, admitted
 from collector.receivers.codec import (
     PROTOBUF,
+    SIGNALS,
     encode,
     media_type,
     response_for,
@@ -56,11 +59,18 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def router(ingest: Ingest, max_request_bytes: int) -> APIRouter:
-    """The /v1/traces route bound to one ingest path."""
+    """The /v1/{traces,logs,metrics} routes bound to one ingest path."""
     api = APIRouter()
+    for signal in SIGNALS:
+        api.add_api_route(f"/v1/{signal}", exporter(ingest, max_request_bytes, signal),
+                          methods=["POST"], include_in_schema=False)
+    return api
 
-    @api.post("/v1/traces", include_in_schema=False)
-    async def export_traces(request: Request) -> Response:
+
+def exporter(ingest: Ingest, max_request_bytes: int, signal: str) -> Any:
+    """The POST handler of one signal."""
+
+    async def export(request: Request) -> Response:
         media = PROTOBUF
         try:
             media = media_type(request.headers.get("content-type"))
@@ -73,7 +83,7 @@ def router(ingest: Ingest, max_request_bytes: int) -> APIRouter:
                 size = min(size * COMPRESSION_ESTIMATE, max_request_bytes)
             with admitted(ingest, size) as ticket:  # decided before the body is read
                 raw = await read_body(request, max_request_bytes)
-                result = await ingest.export(raw, media, encoding, TRANSPORT, ticket)
+                result = await ingest.export(raw, media, encoding, TRANSPORT, ticket, signal)
         except (InvalidPayload, Overloaded) as exc:
             ingest.reject_request(TRANSPORT, exc)
             return error_response(exc, media)
@@ -86,6 +96,6 @@ def router(ingest: Ingest, max_request_bytes: int) -> APIRouter:
             failure = InvalidPayload(f"could not process the request: {type(exc).__name__}")
             ingest.reject_request(TRANSPORT, failure)
             return error_response(failure, media)
-        return Response(encode(response_for(result), media), 200, media_type=media)
+        return Response(encode(response_for(result, signal), media), 200, media_type=media)
 
-    return api
+    return export

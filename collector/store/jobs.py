@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Connection, func, or_, select, update
 
 from collector.store.tables import conversations, expectations, job_chunks, jobs
 
 CHUNK_SIZE = 500  # conversation ids per chunk
+JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +188,19 @@ def get_job(conn: Connection, job_id: int) -> dict[str, Any] | None:
     """One job row."""
     row = conn.execute(select(jobs).where(jobs.c.id == job_id)).first()
     return None if row is None else dict(row._mapping)
+
+
+def list_jobs(
+    conn: Connection, *, limit: int, before_id: int | None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Jobs newest first (by id), optionally of one status."""
+    j = jobs.c
+    query = select(jobs).order_by(j.id.desc()).limit(limit)
+    if before_id is not None:
+        query = query.where(j.id < before_id)
+    if status is not None:
+        query = query.where(j.status == status)
+    return [dict(row._mapping) for row in conn.execute(query)]
 
 
 def newest_versions(conn: Connection, slugs: list[str] | None) -> list[list[Any]]:

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from collector.api.deps import ReadConn, State, WriteConn, parse_time, rfc3339
+from collector.api.deps import (
+    CursorParam,
+    Limit,
+    ReadConn,
+    State,
+    WriteConn,
+    decode_cursor,
+    page,
+    parse_time,
+    rfc3339,
+)
 from collector.api.errors import ApiError
-from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut
+from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut, JobPage
 from collector.store import jobs
 from matcher import InvalidExpectation
 from matcher.selector import parse_selector
@@ -70,6 +80,19 @@ def create_job(body: JobIn, conn: WriteConn, app: State) -> JobCreated:
     if app.wake_worker is not None:
         app.wake_worker()
     return JobCreated(id=str(new_id))
+
+
+@router.get("", response_model=JobPage)
+def list_jobs(
+    conn: ReadConn,
+    limit: Limit = 50,
+    cursor: CursorParam = None,
+    status: Annotated[jobs.JobStatus | None, Query(description="only jobs in this state")] = None,
+) -> JobPage:
+    """Rescoring jobs, newest first."""
+    rows = jobs.list_jobs(conn, limit=limit + 1, before_id=decode_cursor(cursor), status=status)
+    rows, next_cursor = page(rows, limit)
+    return JobPage(data=[job_out(r) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/{id}", response_model=JobOut)
