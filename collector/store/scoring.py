@@ -14,7 +14,6 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
-    func,
     or_,
     select,
     text,
@@ -33,6 +32,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
+from collector.store.verdicts import active_versions
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation
 
 
@@ -172,11 +172,9 @@ def release(
 
 
 def active_expectations(conn: Connection) -> list[ActiveExpectation]:
-    """The newest version of every active expectation."""
+    """The active version of every active expectation (`verdicts.active_versions`)."""
     e = expectations.c
-    newest = (
-        select(e.slug, func.max(e.version).label("version")).where(e.active).group_by(e.slug)
-    ).subquery()
+    newest = active_versions().subquery()
     rows = conn.execute(
         select(e.slug, e.version, e.body)
         .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.version))
