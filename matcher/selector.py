@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -74,6 +75,25 @@ class Selector:
             if key not in attributes or not _attr_equal(attributes[key], expected):
                 return False
         return True
+
+    @property
+    def every(self) -> bool:
+        """True when no field is given: the selector picks every conversation."""
+        return not self.to_dict()
+
+    def describe(self) -> str:
+        """In words, which conversations the selector picks."""
+        parts = []
+        if self.conversation is not None:
+            parts.append(f"the key matches {self.conversation!r}")
+        if self.service is not None:
+            parts.append(f"the service is {self.service!r}")
+        if self.agent is not None:
+            parts.append(f"agent {self.agent!r} took part")
+        parts += [f"attribute {k!r} is {json.dumps(v)}" for k, v in self.attributes.items()]
+        if not parts:
+            return "every conversation (no selector)"
+        return "conversations where " + " and ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
         """The normalised JSON form (only the given fields)."""

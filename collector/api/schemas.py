@@ -104,9 +104,22 @@ class ResultPage(BaseModel):
     next_cursor: str | None
 
 
+class Selection(BaseModel):
+    """Which conversations an expectation applies to (no selector: every conversation)."""
+
+    every: bool = Field(description="true when it has no selector and applies to every one")
+    selector: dict[str, Any] = Field(description="the normalised selector ({} for none)")
+    description: str
+    stored: int | None = Field(
+        description="stored conversations it applies to now; counted when it selects every "
+        "conversation, null when it has a selector (its rescoring job finds them)"
+    )
+
+
 class ExpectationCreated(BaseModel):
     id: str
     version: int
+    selects: Selection
 
 
 class ExpectationOut(BaseModel):

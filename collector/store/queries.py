@@ -72,6 +72,11 @@ def list_conversations(
     return [dict(r._mapping) for r in conn.execute(query)]
 
 
+def count_conversations(conn: Connection) -> int:
+    """How many conversations are stored."""
+    return int(conn.execute(select(func.count()).select_from(conversations)).scalar_one())
+
+
 def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
     """`value` is an element of the JSON list in `column` (JSONB containment / json_each)."""
     if conn.dialect.name == "postgresql":
