@@ -13,7 +13,7 @@ from typing import Any
 from .types import InvalidExpectation, key_path
 from .values import check_json, json_equal
 
-_FIELDS = ("conversation", "service", "agent", "attributes")
+FIELDS = ("conversation", "service", "agent", "attributes")
 
 
 @lru_cache(maxsize=4096)
@@ -114,9 +114,9 @@ def parse_selector(raw: Any, path: str = "selector") -> Selector:
     if not isinstance(raw, Mapping):
         raise InvalidExpectation(path, "must be an object")
     for key in raw:
-        if key not in _FIELDS:
+        if key not in FIELDS:
             raise InvalidExpectation(
-                key_path(path, str(key)), f"unknown field (expected one of {', '.join(_FIELDS)})"
+                key_path(path, str(key)), f"unknown field (expected one of {', '.join(FIELDS)})"
             )
     values: dict[str, str | None] = {}
     for name in ("conversation", "service", "agent"):
