@@ -117,7 +117,8 @@ def expectation_summary(
     version: VersionParam = None,
 ) -> SummaryOut:
     """Counts, pass rate, micro precision/recall/F1, per tool, common failure reasons, and
-    the same per time bucket (by conversation start), over the current results."""
+    the same per time bucket (by conversation start), over the results that count: those of
+    the active version (so a `version` other than the active one has none)."""
     if queries.latest_expectation(conn, slug) is None:
         raise ApiError(404, f"no expectation {slug!r}")
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
