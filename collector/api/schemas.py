@@ -146,8 +146,8 @@ class Selection(BaseModel):
     selector: dict[str, Any] = Field(description="the normalised selector ({} for none)")
     description: str
     stored: int | None = Field(
-        description="stored conversations it applies to now; counted when it selects every "
-        "conversation, null when it has a selector (its rescoring job finds them)"
+        description="stored conversations it applies to now; null when it has a selector and "
+        "too many are stored to count them in the request (its rescoring job finds them)"
     )
 
 

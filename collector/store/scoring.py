@@ -194,6 +194,12 @@ def _facts(r: Any) -> ConversationFacts:
     )
 
 
+def facts_upto(conn: Connection, limit: int) -> list[ConversationFacts] | None:
+    """The facts of every stored conversation, or None when there are more than `limit`."""
+    rows = conn.execute(_facts_query().limit(limit + 1)).all()
+    return None if len(rows) > limit else [_facts(r) for r in rows]
+
+
 def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[ConversationFacts]:
     """Selector-relevant facts of the given conversations, in id order."""
     rows = conn.execute(_facts_query().where(among(conn, conversations.c.id, ids)))
