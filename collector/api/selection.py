@@ -12,7 +12,7 @@ from matcher import Expectation
 # Up to this many stored conversations, a selector's matches are counted in the request; a
 # selector's globs and attribute values are matched in Python (`scoring.applies`, as the
 # worker does), so above it counting would read every conversation on every create.
-COUNT_LIMIT = 10_000
+COUNT_LIMIT = 2_000
 
 
 def selection(conn: Connection, exp: Expectation, limit: int = COUNT_LIMIT) -> Selection:
