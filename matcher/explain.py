@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .expected import ExpectedCall
-from .result import Difference, new_difference
+from .result import Difference, DifferenceKind, new_difference
 from .types import Call, index_path, key_path
 from .values import ABSENT, MISSING, Mismatch, show
 
@@ -51,7 +51,7 @@ def rel_path(path: Sequence[str | int]) -> str:
 
 def _diff(
     frame: Frame,
-    kind: str,
+    kind: DifferenceKind,
     sentence: str,
     expected_index: int | None = None,
     actual_index: int | None = None,

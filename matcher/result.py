@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 _T = TypeVar("_T")
+
+# Every kind of difference (MATCHING.md `differences`); the API documents this list.
+DifferenceKind = Literal[
+    "missing", "unexpected", "argument", "order", "count", "forbidden", "not_allowed",
+    "budget", "error", "result", "turn_missing", "turn_extra",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -17,7 +23,7 @@ class Difference:
     field path in the expectation (`calls[1].arguments.amount`).
     """
 
-    kind: str
+    kind: DifferenceKind
     message: str
     expected_index: int | None = None
     actual_index: int | None = None
@@ -45,7 +51,7 @@ _set = object.__setattr__
 
 
 def new_difference(
-    kind: str,
+    kind: DifferenceKind,
     message: str,
     expected_index: int | None,
     actual_index: int | None,

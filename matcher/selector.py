@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any
 from .types import InvalidExpectation, key_path
 from .values import check_json, json_equal
 
-_FIELDS = ("conversation", "service", "agent", "attributes")
+FIELDS = ("conversation", "service", "agent", "attributes")
 
 
 @lru_cache(maxsize=4096)
@@ -75,6 +76,25 @@ class Selector:
                 return False
         return True
 
+    @property
+    def every(self) -> bool:
+        """True when no field is given: the selector picks every conversation."""
+        return not self.to_dict()
+
+    def describe(self) -> str:
+        """In words, which conversations the selector picks."""
+        parts = []
+        if self.conversation is not None:
+            parts.append(f"the key matches {self.conversation!r}")
+        if self.service is not None:
+            parts.append(f"the service is {self.service!r}")
+        if self.agent is not None:
+            parts.append(f"agent {self.agent!r} took part")
+        parts += [f"attribute {k!r} is {json.dumps(v)}" for k, v in self.attributes.items()]
+        if not parts:
+            return "every conversation (no selector)"
+        return "conversations where " + " and ".join(parts)
+
     def to_dict(self) -> dict[str, Any]:
         """The normalised JSON form (only the given fields)."""
         out: dict[str, Any] = {}
@@ -94,9 +114,9 @@ def parse_selector(raw: Any, path: str = "selector") -> Selector:
     if not isinstance(raw, Mapping):
         raise InvalidExpectation(path, "must be an object")
     for key in raw:
-        if key not in _FIELDS:
+        if key not in FIELDS:
             raise InvalidExpectation(
-                key_path(path, str(key)), f"unknown field (expected one of {', '.join(_FIELDS)})"
+                key_path(path, str(key)), f"unknown field (expected one of {', '.join(FIELDS)})"
             )
     values: dict[str, str | None] = {}
     for name in ("conversation", "service", "agent"):

@@ -31,13 +31,14 @@ MODE_ALIASES = {
     "within": "subset",
 }
 
-_TOP_FIELDS = (
+TOP_FIELDS = (
     "id", "description", "selector", "scope", "turn", "match", "arguments", "calls", "turns",
     "allow_extra_turns", "forbid", "allow", "max_calls", "min_calls", "require_no_errors",
 )  # fmt: skip
-_CALL_FIELDS = ("name", "arguments", "arguments_match", "weight", "error", "result")
-_TURN_FIELDS = ("match", "arguments", "calls")
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+CALL_FIELDS = ("name", "arguments", "arguments_match", "weight", "error", "result")
+TURN_FIELDS = ("match", "arguments", "calls")
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"  # an expectation id, whole
+_ID = re.compile(ID_PATTERN)
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +157,7 @@ class _Ctx:
 def _call(raw: Any, index: int, path: str, default_mode: str, ctx: _Ctx) -> ExpectedCall:
     if not isinstance(raw, Mapping):
         raise InvalidExpectation(path, "must be an object with a `name`")
-    _unknown(raw, _CALL_FIELDS, path)
+    _unknown(raw, CALL_FIELDS, path)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
         raise InvalidExpectation(key_path(path, "name"), "must be a non-empty tool name")
@@ -216,7 +217,7 @@ def _turns(raw: Any, match: str, arguments: str, ctx: _Ctx) -> tuple[TurnSpec, .
         path = f"turns[{t}]"
         if not isinstance(item, Mapping):
             raise InvalidExpectation(path, "must be an object with `calls`")
-        _unknown(item, _TURN_FIELDS, path)
+        _unknown(item, TURN_FIELDS, path)
         m = a = None
         if item.get("match") is not None:
             m = _enum(item["match"], f"{path}.match", MODES, MODE_ALIASES)
@@ -238,7 +239,7 @@ def parse_expectation(data: Mapping[str, Any], *, require_id: bool = False) -> E
 def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
     if not isinstance(data, Mapping):
         raise InvalidExpectation("", "an expectation must be an object")
-    _unknown(data, _TOP_FIELDS, "")
+    _unknown(data, TOP_FIELDS, "")
     ident = data.get("id")
     if ident is None:
         if require_id:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from collector import __version__
-from collector.api import errors
+from collector.api import errors, openapi
 from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
 from collector.api.gauges import ExpectationGauges
@@ -98,6 +98,9 @@ def create_app(settings: Settings) -> FastAPI:
         lifespan=lifespan,
         description="OpenTelemetry trace collector that scores whether AI agents call the "
         "right tools.",
+        docs_url=None,  # openapi.install serves Swagger UI from the package
+        redoc_url=None,
+        generate_unique_id_function=openapi.operation_id,
     )
     app.state.grpc_receiver = grpc_receiver  # `serve` binds it before serving (see cli)
     app.state.tooltrail = AppState(
@@ -108,6 +111,7 @@ def create_app(settings: Settings) -> FastAPI:
         read_engine=read_engine,
     )
     errors.install(app)
+    openapi.install(app)
     app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
     for module in (health, conversations, expectations, results, score, jobs):

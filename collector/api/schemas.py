@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
+
+from collector.store.jobs import JobStatus
+from matcher.result import DifferenceKind
+
+# Times are answered as RFC 3339 strings (`deps.rfc3339`): documented as such.
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
 
 class ErrorDetail(BaseModel):
@@ -17,6 +23,22 @@ class ErrorBody(BaseModel):
     """Every error answer."""
 
     error: ErrorDetail
+
+
+class FieldError(BaseModel):
+    path: str = Field(description="the field, dotted (empty for the whole body)")
+    message: str
+
+
+class InvalidRequestDetail(ErrorDetail):
+    code: Literal["invalid_request"]
+    details: list[FieldError]
+
+
+class InvalidRequestBody(BaseModel):
+    """A request that does not match the schema (422), every bad field named."""
+
+    error: InvalidRequestDetail
 
 
 class ToolCallOut(BaseModel):
@@ -33,8 +55,8 @@ class ToolCallOut(BaseModel):
     span_id: str
     parent_span_id: str | None = None
     step: int | None = None
-    start_time: str | None = None
-    end_time: str | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
     convention: str
     executed: bool = True
 
@@ -45,8 +67,8 @@ class TurnOut(BaseModel):
     index: int
     turn_key: str
     trace_id: str
-    start_time: str | None
-    end_time: str | None
+    start_time: Timestamp | None
+    end_time: Timestamp | None
     agents: list[str]
     tool_calls: list[ToolCallOut]
 
@@ -57,10 +79,10 @@ class ConversationSummary(BaseModel):
     key: str
     service: str | None
     agents: list[str]
-    first_seen: str | None
-    last_seen: str | None
-    start_time: str | None
-    end_time: str | None
+    first_seen: Timestamp | None
+    last_seen: Timestamp | None
+    start_time: Timestamp | None
+    end_time: Timestamp | None
     turn_count: int
     call_count: int
     error_count: int
@@ -78,6 +100,19 @@ class ConversationPage(BaseModel):
     next_cursor: str | None
 
 
+class DifferenceOut(BaseModel):
+    """One structured difference (MATCHING.md `differences`; `matcher.result.Difference`)."""
+
+    kind: DifferenceKind
+    expected_index: int | None = Field(description="into the expected calls, from 0")
+    actual_index: int | None = Field(description="into the actual calls in scope, from 0")
+    turn: int | None
+    path: str | None = Field(description="field path in the expectation")
+    expected: Any = None
+    actual: Any = None
+    message: str
+
+
 class ResultOut(BaseModel):
     """One scored result (MATCHING.md)."""
 
@@ -93,9 +128,9 @@ class ResultOut(BaseModel):
     argument_score: float
     order_score: float | None
     reason: str
-    differences: list[dict[str, Any]]
+    differences: list[DifferenceOut]
     counts: dict[str, Any] | None = None
-    scored_at: str | None
+    scored_at: Timestamp | None
     current: bool | None = None
 
 
@@ -104,9 +139,22 @@ class ResultPage(BaseModel):
     next_cursor: str | None
 
 
+class Selection(BaseModel):
+    """Which conversations an expectation applies to (no selector: every conversation)."""
+
+    every: bool = Field(description="true when it has no selector and applies to every one")
+    selector: dict[str, Any] = Field(description="the normalised selector ({} for none)")
+    description: str
+    stored: int | None = Field(
+        description="stored conversations it applies to now; null when it has a selector and "
+        "too many are stored to count them in the request (its rescoring job finds them)"
+    )
+
+
 class ExpectationCreated(BaseModel):
     id: str
     version: int
+    selects: Selection
 
 
 class ExpectationOut(BaseModel):
@@ -115,7 +163,7 @@ class ExpectationOut(BaseModel):
     id: str
     version: int
     active: bool
-    created_at: str | None
+    created_at: Timestamp | None
     expectation: dict[str, Any]
 
 
@@ -130,7 +178,7 @@ class ValidationOut(BaseModel):
 
 
 class IngestErrorOut(BaseModel):
-    at: str | None
+    at: Timestamp | None
     kind: str
     transport: str
     message: str
@@ -175,7 +223,7 @@ class ReasonCount(BaseModel):
 
 
 class BucketFigures(Figures):
-    start: str | None = Field(description="bucket start (RFC 3339), by conversation start time")
+    start: Timestamp | None = Field(description="bucket start, by conversation start time")
 
 
 class SummaryOut(Figures):
@@ -195,8 +243,8 @@ class JobIn(BaseModel):
 
     expectations: list[str] | None = None
     selector: dict[str, Any] | None = None
-    since: str | None = Field(None, description="RFC 3339; conversations that ended after")
-    until: str | None = Field(None, description="RFC 3339; conversations that started before")
+    since: Timestamp | None = Field(None, description="conversations that ended after")
+    until: Timestamp | None = Field(None, description="conversations that started before")
 
 
 class JobCreated(BaseModel):
@@ -207,17 +255,17 @@ class JobOut(BaseModel):
     """A rescoring job's progress."""
 
     id: str
-    status: str
+    status: JobStatus
     total: int
     done: int
     failed: int
     expectations: list[dict[str, Any]]
     selector: dict[str, Any] | None
-    since: str | None
-    until: str | None
-    created_at: str | None
-    started_at: str | None
-    finished_at: str | None
+    since: Timestamp | None
+    until: Timestamp | None
+    created_at: Timestamp | None
+    started_at: Timestamp | None
+    finished_at: Timestamp | None
 
 
 class JobPage(BaseModel):

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from sqlalchemy import Connection, func, or_, select, update
 
 from collector.store.tables import conversations, expectations, job_chunks, jobs
+from collector.store.verdicts import active_versions
 
 CHUNK_SIZE = 500  # conversation ids per chunk
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
@@ -206,7 +207,7 @@ def list_jobs(
 def newest_versions(conn: Connection, slugs: list[str] | None) -> list[list[Any]]:
     """[[slug, version]] of the newest active version of each (all active when None)."""
     e = expectations.c
-    query = select(e.slug, func.max(e.version)).where(e.active).group_by(e.slug)
+    query = active_versions()
     if slugs is not None:
         query = query.where(e.slug.in_(slugs))
     return [[slug, version] for slug, version in conn.execute(query.order_by(e.slug))]

@@ -19,6 +19,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
+from collector.store.verdicts import counts, result_columns
 
 
 class Conflict(Exception):
@@ -46,7 +47,7 @@ def list_conversations(
         query = query.where(json_list_contains(conn, c.agents, agent))
     if passed is not None or expectation is not None:
         r = results.c
-        scored = select(r.id).where(r.conversation_id == c.id, r.current)
+        scored = select(r.id).where(r.conversation_id == c.id, counts())
         if passed is not None:
             scored = scored.where(r.passed == passed)
         if expectation is not None:
@@ -69,6 +70,11 @@ def list_conversations(
             .exists()
         )
     return [dict(r._mapping) for r in conn.execute(query)]
+
+
+def count_conversations(conn: Connection) -> int:
+    """How many conversations are stored."""
+    return int(conn.execute(select(func.count()).select_from(conversations)).scalar_one())
 
 
 def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
@@ -106,11 +112,11 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
 def conversation_results(
     conn: Connection, conversation_id: int, *, history: bool
 ) -> list[dict[str, Any]]:
-    """Current results (or every result with `history`) of one conversation, newest first."""
+    """Results that count (or every result with `history`) of one conversation, newest first."""
     r = results.c
-    query = select(results).where(r.conversation_id == conversation_id)
+    query = select(*result_columns()).where(r.conversation_id == conversation_id)
     if not history:
-        query = query.where(r.current)
+        query = query.where(counts())
     query = query.order_by(r.expectation, r.scored_at.desc(), r.id.desc())
     return [dict(row._mapping) for row in conn.execute(query)]
 
@@ -188,16 +194,16 @@ def list_results(
     until: float | None,
     history: bool = False,
 ) -> list[dict[str, Any]]:
-    """Results newest first, filtered."""
+    """Results that count (every result with `history`) newest first, filtered."""
     r = results.c
     query = (
-        select(results, conversations.c.key.label("conversation_key"))
+        select(*result_columns(), conversations.c.key.label("conversation_key"))
         .join(conversations, conversations.c.id == r.conversation_id)
         .order_by(r.id.desc())
         .limit(limit)
     )
     if not history:
-        query = query.where(r.current)
+        query = query.where(counts())
     for column, value in (
         (r.expectation, expectation),
         (r.conversation_id, conversation_id),

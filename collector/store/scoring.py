@@ -14,7 +14,6 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
-    func,
     or_,
     select,
     text,
@@ -33,6 +32,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
+from collector.store.verdicts import active_versions
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation
 
 
@@ -172,11 +172,9 @@ def release(
 
 
 def active_expectations(conn: Connection) -> list[ActiveExpectation]:
-    """The newest version of every active expectation."""
+    """The active version of every active expectation (`verdicts.active_versions`)."""
     e = expectations.c
-    newest = (
-        select(e.slug, func.max(e.version).label("version")).where(e.active).group_by(e.slug)
-    ).subquery()
+    newest = active_versions().subquery()
     rows = conn.execute(
         select(e.slug, e.version, e.body)
         .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.version))
@@ -194,6 +192,12 @@ def _facts(r: Any) -> ConversationFacts:
     return ConversationFacts(
         r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {}, r.change_seq
     )
+
+
+def facts_upto(conn: Connection, limit: int) -> list[ConversationFacts] | None:
+    """The facts of every stored conversation, or None when there are more than `limit`."""
+    rows = conn.execute(_facts_query().limit(limit + 1)).all()
+    return None if len(rows) > limit else [_facts(r) for r in rows]
 
 
 def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[ConversationFacts]:

@@ -8,6 +8,7 @@ from sqlalchemy import Connection, Float, Integer, and_, case, cast, func, selec
 from sqlalchemy.sql.elements import ColumnElement
 
 from collector.store.tables import RESULT_KEY, conversations, result_tools, results
+from collector.store.verdicts import counts
 from matcher.summary import micro_prf
 
 BUCKETS = {"1h": 3600, "1d": 86400}
@@ -50,8 +51,8 @@ def expectation_summary(
 ) -> dict[str, Any]:
     """Counts, pass rate, micro P/R/F1, per tool, common failure reasons, and per bucket."""
     r = results.c
-    where = [r.expectation == slug, r.current]
-    if version is not None:
+    where = [r.expectation == slug, counts()]
+    if version is not None:  # only the active version has results that count
         where.append(r.expectation_version == version)
     if since_ns is not None:
         where.append(conversations.c.end_ns >= since_ns)
@@ -130,11 +131,11 @@ def expectation_summary(
 
 
 def pass_ratios(conn: Connection) -> list[tuple[str, int, int]]:
-    """(expectation, current results, passed) for every expectation, for /metrics."""
+    """(expectation, results that count, passed) for every active expectation, for /metrics."""
     r = results.c
     rows = conn.execute(
         select(r.expectation, func.count(), func.sum(case((r.passed, 1), else_=0)))
-        .where(r.current)
+        .where(counts())
         .group_by(r.expectation)
         .order_by(r.expectation)
     )

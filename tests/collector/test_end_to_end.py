@@ -59,7 +59,8 @@ def test_scored_end_to_end(server: Server) -> None:
     with server.client() as client:
         created = client.post("/api/v1/expectations", json=REFUND)
         assert created.status_code == 201, created.text
-        assert created.json() == {"id": "refund-flow", "version": 1}
+        assert created.json()["id"] == "refund-flow" and created.json()["version"] == 1
+        assert created.json()["selects"]["selector"] == {"conversation": "e2e-*"}
 
         good = client.get("/api/v1/conversations/e2e-good").json()
         assert [t["index"] for t in good["turns"]] == [0, 1]

@@ -30,6 +30,7 @@ from collector.api.schemas import (
     SummaryOut,
     ValidationOut,
 )
+from collector.api.selection import selection
 from collector.store import queries, summary
 from matcher import Expectation, InvalidExpectation, parse_expectation
 
@@ -57,17 +58,19 @@ def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
     responses={409: {"model": ErrorBody}},
 )
 def create_expectation(body: ExpectationBody, conn: WriteConn, app: State) -> ExpectationCreated:
-    """Register an expectation; every stored conversation it applies to is scored."""
+    """Register an expectation; every stored conversation it applies to is scored. The answer
+    says which conversations it selects: with no selector, every conversation."""
     exp = parse(body)
     assert exp.id is not None
     try:
         version = queries.add_expectation_version(conn, exp.id, exp.to_dict(), must_exist=False)
     except queries.Conflict as exc:
         raise ApiError(409, str(exc)) from exc
+    selects = selection(conn, exp)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
-    return ExpectationCreated(id=exp.id, version=version)
+    return ExpectationCreated(id=exp.id, version=version, selects=selects)
 
 
 @router.post(
@@ -114,7 +117,8 @@ def expectation_summary(
     version: VersionParam = None,
 ) -> SummaryOut:
     """Counts, pass rate, micro precision/recall/F1, per tool, common failure reasons, and
-    the same per time bucket (by conversation start), over the current results."""
+    the same per time bucket (by conversation start), over the results that count: those of
+    the active version (so a `version` other than the active one has none)."""
     if queries.latest_expectation(conn, slug) is None:
         raise ApiError(404, f"no expectation {slug!r}")
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
@@ -151,10 +155,11 @@ def replace_expectation(
         raise ApiError(404, f"no expectation {slug!r}; POST it first") from exc
     except queries.Conflict as exc:
         raise ApiError(409, str(exc)) from exc
+    selects = selection(conn, exp)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
-    return ExpectationCreated(id=slug, version=version)
+    return ExpectationCreated(id=slug, version=version, selects=selects)
 
 
 @router.delete("/expectations/{slug}", status_code=204, response_class=Response)
