@@ -11,6 +11,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
+# The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
+# timestamp above this is not a time any clock produced, so the span is rejected, not clamped.
+MAX_TIME_NS = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +97,18 @@ def _hex_id(raw: bytes, size: int, what: str) -> str:
     return raw.hex()
 
 
+def _time(value: int, what: str) -> int:
+    if value > MAX_TIME_NS:
+        raise BadSpan(f"{what} {value} is out of range (at most {MAX_TIME_NS}, the year 2262)")
+    return value
+
+
 def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
-    """Decode one span; raises BadSpan when its ids are invalid."""
+    """Decode one span; raises BadSpan when its ids or timestamps are invalid."""
     trace_id = _hex_id(span.trace_id, 16, "trace_id")
     span_id = _hex_id(span.span_id, 8, "span_id")
+    start = _time(span.start_time_unix_nano, "start_time_unix_nano")
+    end = _time(span.end_time_unix_nano, "end_time_unix_nano")
     parent = span.parent_span_id.hex() if span.parent_span_id and any(span.parent_span_id) else None
     if parent is not None and len(span.parent_span_id) != 8:
         raise BadSpan(f"parent_span_id must be 8 bytes, got {len(span.parent_span_id)}")
@@ -106,8 +117,8 @@ def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
         span_id=span_id,
         parent_span_id=parent,
         name=clean_text(span.name),
-        start_ns=span.start_time_unix_nano,
-        end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
+        start_ns=start,
+        end_ns=max(end, start),
         attributes=attributes(span.attributes),
         resource=resource,
         scope=scope,
