@@ -1,12 +1,22 @@
-"""Stateless scoring: an expectation and calls in, a result out; nothing is stored."""
+"""Stateless scoring: an expectation and calls in, a result out; nothing is stored.
+
+Any `read` key may call it, so its work is bounded before any is done: the body's size (413),
+the calls scored and the expected calls matched against them (422, the limit in the message).
+Matching costs grow with expected × actual calls, so both counts are capped rather than timed:
+a running match cannot be interrupted, and a cap refuses the work instead of doing it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.types import Message
 
 from collector.api.errors import ApiError
 from collector.api.routes.expectations import parse
@@ -14,7 +24,43 @@ from collector.api.schemas import ErrorBody, ResultOut
 from matcher import InvalidTrajectory, score
 from matcher.payload import trajectory_from_json
 
-router = APIRouter(prefix="/api/v1", tags=["score"], responses={400: {"model": ErrorBody}})
+MAX_SCORE_BYTES = 1024 * 1024  # request body
+MAX_SCORE_CALLS = 1000  # actual calls, over all turns
+MAX_EXPECTED_CALLS = 256  # expected calls, over all turns of the expectation
+
+
+class BoundedBody(APIRoute):
+    """A route whose body is refused (413) once it grows past MAX_SCORE_BYTES, before the
+    rest is read (a declared Content-Length is checked first)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def bounded(request: Request) -> Response:
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_SCORE_BYTES:
+                raise _too_large()
+            seen = 0
+
+            async def receive() -> Message:
+                nonlocal seen
+                message = await request.receive()
+                seen += len(message.get("body", b""))
+                if seen > MAX_SCORE_BYTES:
+                    raise _too_large()
+                return message
+
+            return await handler(Request(request.scope, receive))
+
+        return bounded
+
+
+def _too_large() -> HTTPException:
+    return HTTPException(413, f"request body exceeds {MAX_SCORE_BYTES} bytes")
+
+
+router = APIRouter(prefix="/api/v1", tags=["score"], route_class=BoundedBody,
+                   responses={400: {"model": ErrorBody}, 413: {"model": ErrorBody}})
 
 
 class CallIn(BaseModel):
@@ -52,6 +98,15 @@ def score_calls(body: ScoreIn) -> ScoreOut:
     if (body.calls is None) == (body.turns is None):
         raise ApiError(400, "give either `calls` or `turns`")
     exp = parse(body.expectation, require_id=False)
+    actual = len(body.calls or ()) + sum(len(t.calls) for t in body.turns or ())
+    if actual > MAX_SCORE_CALLS:
+        raise ApiError(422, f"{actual} calls: at most {MAX_SCORE_CALLS} calls can be scored "
+                       "in one request", {"path": "calls", "limit": MAX_SCORE_CALLS})
+    expected = len(exp.calls or ()) + sum(len(t.calls) for t in exp.turns or ())
+    if expected > MAX_EXPECTED_CALLS:
+        raise ApiError(422, f"{expected} expected calls: at most {MAX_EXPECTED_CALLS} can be "
+                       "scored in one request",
+                       {"path": "expectation", "limit": MAX_EXPECTED_CALLS})
     try:  # arguments sent as JSON text (OpenAI style) are decoded here
         trajectory = trajectory_from_json(
             body.model_dump(exclude_unset=True, exclude={"expectation"})
