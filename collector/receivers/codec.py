@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
 from collector.ingest import IngestResult
 from collector.model import RejectedSpan
-from collector.receivers.lenient import salvage
+from collector.receivers.lenient import SALVAGEABLE, salvage
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -68,15 +68,16 @@ def decode_body(
 ) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
     """Decompress and parse a request body: (request, spans refused while decoding).
 
-    A protobuf body whose only fault is invalid UTF-8 in some strings keeps its other spans;
-    the spans holding bad strings come back as rejected, each with the reason."""
+    A protobuf body whose faults are within some spans (invalid UTF-8 in a string, values
+    nested past protobuf's depth limit) keeps its other spans; the spans at fault come back
+    as rejected, each with the reason."""
     data = decompress(body, encoding, limit)
     if media != PROTOBUF:
         return decode_request(data, media), []
     try:
         return decode_request(data, media), []
     except InvalidPayload as exc:
-        if "UTF-8" not in str(exc):
+        if not any(fault in str(exc) for fault in SALVAGEABLE):
             raise
         salvaged = salvage(data)
         if salvaged is None:
