@@ -1,5 +1,6 @@
 """POST /api/v1/score is open to every `read` key: its body and its work are bounded, and a
-request past a bound is refused with the limit named, before any matching is done."""
+request past a bound is refused with the limit named: size and counts before any matching is
+done, the time budget while matching."""
 
 from __future__ import annotations
 
@@ -8,8 +9,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
-from collector.api.routes.score import MAX_EXPECTED_CALLS, MAX_SCORE_BYTES, MAX_SCORE_CALLS
+from collector.api.app import create_app
+from collector.api.routes import score as score_route
+from collector.api.routes.score import (
+    MAX_EXPECTED_CALLS,
+    MAX_SCORE_BYTES,
+    MAX_SCORE_CALLS,
+    OverBudget,
+    time_budget,
+)
+from collector.config import Settings
 from tests.server import Server, running_server
 
 
@@ -68,3 +79,29 @@ def test_oversized_body_is_413_declared_or_streamed(server: Server) -> None:
             error = answer.json()["error"]
             assert error["code"] == "too_large"
             assert str(MAX_SCORE_BYTES) in error["message"]
+
+
+def test_time_budget_interrupts_python_work_and_only_it() -> None:
+    with pytest.raises(OverBudget), time_budget(0.05):
+        while True:
+            sum(range(100))
+    with time_budget(0.05):  # finished in time: nothing is raised, then or later
+        total = sum(range(1000))
+    for _ in range(200_000):  # a withdrawn or late raise would land here
+        total += 1
+    assert total == 499500 + 200_000
+
+
+def test_scoring_past_the_budget_is_422_with_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(score_route, "MAX_SCORE_SECONDS", 0.0)
+    app = create_app(Settings(database_url=f"sqlite:///{tmp_path / 't.db'}", worker=False))
+    client = TestClient(app)  # /score touches no store: the routes alone
+    try:
+        answer = client.post("/api/v1/score", json=body(100, 500))
+    finally:
+        client.close()
+    assert answer.status_code == 422, answer.text
+    error = answer.json()["error"]
+    assert "budget of 0.0 s" in error["message"] and error["details"]["limit"] == 0.0

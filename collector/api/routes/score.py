@@ -1,14 +1,18 @@
 """Stateless scoring: an expectation and calls in, a result out; nothing is stored.
 
-Any `read` key may call it, so its work is bounded before any is done: the body's size (413),
-the calls scored and the expected calls matched against them (422, the limit in the message).
-Matching costs grow with expected × actual calls, so both counts are capped rather than timed:
-a running match cannot be interrupted, and a cap refuses the work instead of doing it.
+Any `read` key may call it, so its work is bounded: the body's size (413), then, before any
+matching, the calls scored and the expected calls matched against them (422), and matching
+itself by a CPU-time budget (422); each answer names the limit. The counts refuse most costly
+requests without doing the work; the budget covers the shapes whose cost the counts do not
+predict (matching is not linear in them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+import ctypes
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,6 +31,45 @@ from matcher.payload import trajectory_from_json
 MAX_SCORE_BYTES = 1024 * 1024  # request body
 MAX_SCORE_CALLS = 1000  # actual calls, over all turns
 MAX_EXPECTED_CALLS = 256  # expected calls, over all turns of the expectation
+MAX_SCORE_SECONDS = 2.0  # wall time one request may spend matching
+
+
+class OverBudget(BaseException):  # not Exception: no `except Exception` in scoring eats it
+    """Scoring ran past its time budget (raised inside the scoring thread)."""
+
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Raise OverBudget in this thread if the block is still running after `seconds`.
+
+    A timer raises it asynchronously (CPython's PyThreadState_SetAsyncExc), so the scoring
+    code runs at full speed until then; it unwinds at the next bytecode the thread runs. On
+    leaving, a raise still pending is withdrawn (it could otherwise land after the block,
+    where no handler expects it) and OverBudget is raised here instead."""
+    thread = ctypes.c_ulong(threading.get_ident())
+    lock = threading.Lock()
+    done = fired = False
+
+    def expire() -> None:
+        nonlocal fired
+        with lock:
+            if not done:
+                fired = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, ctypes.py_object(OverBudget))
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done = True
+            if fired:  # NULL withdraws a raise not yet delivered
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)
+    if fired:
+        raise OverBudget
 
 
 class BoundedBody(APIRoute):
@@ -113,6 +156,13 @@ def score_calls(body: ScoreIn) -> ScoreOut:
         )
     except InvalidTrajectory as exc:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    try:
+        with time_budget(MAX_SCORE_SECONDS):
+            scored = score(exp, trajectory)
+    except OverBudget as exc:
+        raise ApiError(422, f"scoring took more than its budget of {MAX_SCORE_SECONDS} s: "
+                       "send fewer calls or expected calls",
+                       {"path": "", "limit": MAX_SCORE_SECONDS}) from exc
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     outs = [
         ResultOut(
@@ -124,7 +174,7 @@ def score_calls(body: ScoreIn) -> ScoreOut:
                 "scored_at": now,
             }
         )
-        for r in score(exp, trajectory)
+        for r in scored
     ]
     if len(outs) == 1:
         return ScoreOut(**outs[0].model_dump())
