@@ -6,7 +6,7 @@ import base64
 import binascii
 import json
 import zlib
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
@@ -15,6 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
 from collector.ingest import IngestResult
@@ -24,6 +25,7 @@ from collector.receivers.lenient import SALVAGEABLE, salvage
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 256 * 1024
+MessageT = TypeVar("MessageT", bound=Message)
 
 
 def media_type(content_type: str | None) -> str:
@@ -68,14 +70,15 @@ def decode_body(
 ) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
     """Decompress and parse a request body: (request, spans refused while decoding).
 
-    A protobuf body whose faults are within some spans (invalid UTF-8 in a string, values
-    nested past protobuf's depth limit) keeps its other spans; the spans at fault come back
-    as rejected, each with the reason."""
+    A body whose faults are within some spans (protobuf: invalid UTF-8 in a string; either
+    encoding: values nested past protobuf's depth limit, or any span JSON that does not map
+    to a Span) keeps its other spans; the spans at fault come back as rejected, each with the
+    reason."""
     data = decompress(body, encoding, limit)
     if media != PROTOBUF:
-        return decode_request(data, media), []
+        return decode_json(data)
     try:
-        return decode_request(data, media), []
+        return decode_request(data), []
     except InvalidPayload as exc:
         if not any(fault in str(exc) for fault in SALVAGEABLE):
             raise
@@ -85,29 +88,78 @@ def decode_body(
         return salvaged
 
 
-def decode_request(body: bytes, media: str) -> ExportTraceServiceRequest:
-    """Parse an ExportTraceServiceRequest; raises InvalidPayload when it cannot be parsed."""
+def decode_request(body: bytes) -> ExportTraceServiceRequest:
+    """Parse a protobuf ExportTraceServiceRequest; raises InvalidPayload when it cannot."""
     request = ExportTraceServiceRequest()
-    if media == PROTOBUF:
-        try:
-            request.ParseFromString(body)
-        except (DecodeError, ValueError, RecursionError) as exc:
-            raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
-        return request
+    try:
+        request.ParseFromString(body)
+    except (DecodeError, ValueError, RecursionError) as exc:
+        raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
+    return request
+
+
+def decode_json(body: bytes) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
+    """Parse an OTLP/JSON request; when it does not map as a whole, the request without its
+    spans is parsed, then each span alone, so only the spans at fault are rejected."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidPayload(f"body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidPayload("OTLP/JSON body must be an object")
+    data = _ids_to_base64(data)
     try:
-        json_format.ParseDict(_ids_to_base64(data), request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {exc}") from exc
+        return _from_dict(data, ExportTraceServiceRequest()), []
+    except InvalidPayload as whole:
+        spans: list[list[list[Any]]] = []
+        for rs in _list(data.get("resourceSpans")):
+            spans.append([])
+            for ss in _list(rs.get("scopeSpans") if isinstance(rs, dict) else None):
+                spans[-1].append(_list(ss.get("spans")) if isinstance(ss, dict) else [])
+                if isinstance(ss, dict):
+                    ss["spans"] = []
+        try:
+            request = _from_dict(data, ExportTraceServiceRequest())
+        except InvalidPayload:
+            raise whole from None  # the fault is outside the spans
+    rejected: list[RejectedSpan] = []
+    for rs, rs_spans in zip(request.resource_spans, spans, strict=True):
+        for ss, ss_spans in zip(rs.scope_spans, rs_spans, strict=True):
+            for item in ss_spans:
+                try:
+                    ss.spans.append(_from_dict(item, Span()))
+                except InvalidPayload as exc:
+                    rejected.append(_json_rejected(item, str(exc)))
+    return request, rejected
+
+
+def _from_dict(data: Any, message: MessageT) -> MessageT:
+    what = "OTLP/JSON request" if isinstance(message, ExportTraceServiceRequest) else "span"
+    try:
+        json_format.ParseDict(data, message, ignore_unknown_fields=True)
+    except (json_format.ParseError, DecodeError, ValueError, TypeError, RecursionError) as exc:
+        reason = str(exc)
+        if ("MaxDepth" in reason or "Message too deep" in reason
+                or isinstance(exc, RecursionError)):
+            reason = "values are nested deeper than the protobuf parser allows"
+        raise InvalidPayload(f"body is not a valid {what}: {reason}"[:500]) from exc
     except SystemError as exc:  # upb on a field name that is a lone surrogate ("\udeba")
-        reason = exc.__cause__ or exc
-        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {reason}") from exc
-    return request
+        reason = str(exc.__cause__ or exc)
+        raise InvalidPayload(f"body is not a valid {what}: {reason}"[:500]) from exc
+    return message
+
+
+def _json_rejected(span: Any, reason: str) -> RejectedSpan:
+    item = span if isinstance(span, dict) else {}
+
+    def hex_id(key: str) -> str:
+        try:
+            return base64.b64decode(str(item.get(key, ""))).hex()
+        except (binascii.Error, ValueError):
+            return ""
+
+    return RejectedSpan(hex_id("traceId"), hex_id("spanId"), str(item.get("name", ""))[:200],
+                        reason)
 
 
 def _hex_to_b64(value: Any) -> Any:

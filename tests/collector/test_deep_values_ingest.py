@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
@@ -20,6 +21,7 @@ from tests.collector.test_ingest_limits import (
     turn,
 )
 from tests.server import Server, running_server
+from tests.spans import to_otlp_json
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +83,24 @@ def test_deep_json_call_is_stored(server: Server) -> None:
                                                    .content)
     assert answer.partial_success.rejected_spans == 0
     assert tool_names(server, "deep-json-stored") == ["lookup"]
+
+
+def nested_json_value(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {"stringValue": "leaf"}
+    for _ in range(levels):
+        value = {"arrayValue": {"values": [value]}}
+    return value
+
+
+def test_otlp_json_span_too_deep_is_rejected_alone(server: Server) -> None:
+    data = to_otlp_json(turn("deep-json-body"))
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    deep = {**spans[0], "spanId": "0a" * 8, "name": "deep",
+            "attributes": [{"key": "k", "value": nested_json_value(60)}]}
+    spans.append(deep)
+    response = httpx.post(f"{server.base_url}/v1/traces", json=data, timeout=10)
+    assert response.status_code == 200, response.text
+    answer = response.json()["partialSuccess"]
+    assert answer["rejectedSpans"] == "1"
+    assert "nested deeper than the protobuf parser allows" in answer["errorMessage"]
+    assert tool_names(server, "deep-json-body") == ["lookup"]
