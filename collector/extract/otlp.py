@@ -69,11 +69,11 @@ def any_value(value: AnyValue, depth: int = 0) -> Any:
     if kind == "int_value":
         return value.int_value
     if kind == "double_value":
-        return non_finite(value.double_value, value.double_value)
+        return non_finite(value.double_value)
     if kind == "bytes_value":
         return value.bytes_value.hex()
     if depth >= MAX_DEPTH:
-        note(TOO_DEEP, value)
+        note(TOO_DEEP)
         return None
     if kind == "array_value":
         return [any_value(v, depth + 1) for v in value.array_value.values]
@@ -85,13 +85,13 @@ def clean_text(text: str) -> str:
     (OTLP/JSON may carry them; no UTF-8 store holds one) replaced by U+FFFD, noted. Lookups
     by conversation key apply the same function, so a key finds what it was stored as."""
     if "\x00" in text:
-        note(INVALID_TEXT, text)
+        note(INVALID_TEXT)
         text = text.replace("\x00", "\ufffd")
     if not text.isascii():
         try:
             text.encode()
         except UnicodeEncodeError:
-            note(INVALID_TEXT, text)
+            note(INVALID_TEXT)
             text = SURROGATE.sub("\ufffd", text)
     return text
 
@@ -103,7 +103,7 @@ def attributes(pairs: Any) -> dict[str, Any]:
     for kv in pairs:
         out[clean_text(kv.key)] = any_value(kv.value)
     if len(out) != len(pairs):
-        note(DUPLICATE_KEY, id(pairs))
+        note(DUPLICATE_KEY)
     return out
 
 

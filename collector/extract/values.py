@@ -26,36 +26,42 @@ INVALID_TEXT = "invalid_text"  # NUL or a lone surrogate (no store holds them) �
 MAX_JSON_DEPTH = 64  # JSON text nested deeper is kept as text (the store keeps 64 levels)
 INT_RANGE = (-(2**63), 2**64)  # what orjson and the store's JSON hold exactly
 _STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # strings, then brackets
-_NOTES: contextvars.ContextVar[set[tuple[str, int]] | None] = contextvars.ContextVar(
-    "tooltrail_lossy", default=None)
+_NOTES: contextvars.ContextVar[tuple[Counter[str], set[tuple[str, str]]] | None] = (
+    contextvars.ContextVar("tooltrail_lossy", default=None))
 
 
 @contextlib.contextmanager
 def noting() -> Iterator[Counter[str]]:
-    """Collect the conversions noted inside the block: kind → count, filled on leaving (a
-    value decoded more than once, as extraction may, counts once)."""
-    notes: set[tuple[str, int]] = set()
-    token = _NOTES.set(notes)
+    """Collect the conversions noted inside the block: kind → count, filled on leaving."""
+    once: Counter[str] = Counter()
+    texts: set[tuple[str, str]] = set()
+    token = _NOTES.set((once, texts))
     counts: Counter[str] = Counter()
     try:
         yield counts
     finally:
         _NOTES.reset(token)
-        counts.update(kind for kind, _ in notes)
+        counts.update(once)
+        counts.update(kind for kind, _ in texts)
 
 
-def note(kind: str, source: object) -> None:
-    """Record one conversion of `source` (a no-op outside `noting`)."""
+def note(kind: str, text: str | None = None) -> None:
+    """Record one conversion (a no-op outside `noting`). A conversion of JSON `text` counts
+    once per text, however often extraction decodes that text."""
     notes = _NOTES.get()
-    if notes is not None:
-        notes.add((kind, hash(source) if isinstance(source, str | int | float) else id(source)))
+    if notes is None:
+        return
+    if text is None:
+        notes[0][kind] += 1
+    else:
+        notes[1].add((kind, text))
 
 
-def non_finite(value: float, source: object) -> Any:
+def non_finite(value: float) -> Any:
     """A double JSON cannot hold, as the string proto3's JSON mapping writes it."""
     if math.isfinite(value):
         return value
-    note(NON_FINITE, source)
+    note(NON_FINITE)
     return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
 
 

@@ -98,12 +98,15 @@ def test_lossy_attribute_values_are_converted_and_counted(server: Server) -> Non
     spans = request.resource_spans[0].scope_spans[0].spans
     (root,) = [s for s in spans if s.name.startswith("invoke_agent")]  # kept on the conversation
     root.attributes.append(KeyValue(key="ratio", value=AnyValue(double_value=math.inf)))
+    root.attributes.append(KeyValue(key="peak", value=AnyValue(double_value=math.inf)))
     root.attributes.append(KeyValue(key="text", value=AnyValue(string_value="a\x00b")))
     root.attributes.append(KeyValue(key="text", value=AnyValue(string_value="again")))
     before = {k: lossy(server, k) for k in ("non_finite", "invalid_text", "duplicate_key")}
     message = send(server, request)
     assert "duplicate_key 1" in message and "invalid_text 1" in message
+    assert "non_finite 2" in message  # one per value converted, equal values too
     attributes = server.wait_for("/api/v1/conversations/v-attrs", lambda b: True)["attributes"]
-    assert attributes["ratio"] == "Infinity" and attributes["text"] == "again"
-    for kind, count in before.items():
-        assert lossy(server, kind) == count + 1, kind
+    assert attributes["ratio"] == attributes["peak"] == "Infinity"
+    assert attributes["text"] == "again"
+    for kind, added in (("non_finite", 2), ("invalid_text", 1), ("duplicate_key", 1)):
+        assert lossy(server, kind) == before[kind] + added, kind
