@@ -31,6 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, StoreUnavailable
 from collector.extract import ExtractOptions, extract
+from collector.extract.analyze import lossy_counts
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
 from collector.signals import read_logs, read_metrics
@@ -64,6 +65,8 @@ class Prepared(Protocol):
     def span_count(self) -> int: ...
     @property
     def truncated(self) -> int: ...
+    @property
+    def lossy(self) -> Sequence[tuple[str, int]]: ...
     @property
     def empty(self) -> bool: ...
 
@@ -146,6 +149,7 @@ def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) 
     traces: list[Any] = []
     rejected: list[RejectedSpan] = []
     unextracted: list[RejectedSpan] = []
+    lossy: list[tuple[tuple[str, int], ...]] = []
     count = 0
     for part in split_by_trace(request):
         try:
@@ -161,8 +165,10 @@ def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) 
         traces += batch.traces
         rejected += batch.rejected
         unextracted += batch.unextracted
+        lossy.append(batch.lossy)
         count += batch.span_count
-    return Batch(tuple(calls), tuple(traces), tuple(rejected), tuple(unextracted), count)
+    return Batch(tuple(calls), tuple(traces), tuple(rejected), tuple(unextracted), count,
+                 lossy_counts(lossy))
 
 
 def split_by_trace(request: ExportTraceServiceRequest) -> list[ExportTraceServiceRequest]:
@@ -317,6 +323,8 @@ class Ingest:
             m.rejected_spans.inc(len(batch.rejected))
         m.unextracted_spans.inc(len(batch.unextracted))
         m.truncated_values.inc(batch.truncated)
+        for kind, n in batch.lossy:
+            m.lossy_values.labels(kind).inc(n)
         m.ingest_seconds.labels(transport).observe(time.perf_counter() - started)
         return result_of(batch, reader.noun)
 
@@ -343,6 +351,10 @@ def result_of(batch: Prepared, noun: str = "spans") -> IngestResult:
         warnings.append("some tool spans were not extracted: " + "; ".join(reasons[:5]))
     if batch.truncated:
         warnings.append(f"{batch.truncated} oversized values were truncated")
+    if batch.lossy:
+        kinds = ", ".join(f"{kind} {n}" for kind, n in batch.lossy)
+        warnings.append(f"values JSON or the store cannot hold were converted ({kinds}; "
+                        "see docs/values.md)")
     if warnings:
         return IngestResult(0, "stored, but " + "; ".join(warnings))
     return IngestResult()

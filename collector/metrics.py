@@ -41,6 +41,13 @@ class Metrics:
             "oversized argument, result, attribute or text values cut before storing",
             registry=r,
         )
+        self.lossy_values = Counter(
+            "tooltrail_ingest_lossy_values",
+            "values converted because JSON or the store cannot hold them as sent "
+            "(docs/values.md), by kind",
+            ["kind"],
+            registry=r,
+        )
         self.ingest_seconds = Histogram(
             "tooltrail_ingest_seconds",
             "from body read to acknowledgement (decode, extract, commit)",

@@ -95,6 +95,7 @@ class Batch:
     rejected: tuple[RejectedSpan, ...] = ()  # invalid spans: counted in partial_success
     unextracted: tuple[RejectedSpan, ...] = ()  # valid spans that look like tool calls but aren't
     span_count: int = 0
+    lossy: tuple[tuple[str, int], ...] = ()  # (kind, values) converted lossily (docs/values.md)
 
     @property
     def empty(self) -> bool:

@@ -79,3 +79,20 @@ def capture() -> tuple[TracerProvider, InMemorySpanExporter]:
 def to_request(spans: Sequence[ReadableSpan]) -> ExportTraceServiceRequest:
     """The exact request the OTLP exporters would send for these spans."""
     return encode_spans(spans)
+
+
+def to_otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """The request as OTLP/JSON: protobuf's JSON mapping, with ids in hex as OTLP/JSON wants
+    (the mapping gives base64)."""
+    import base64
+
+    from google.protobuf import json_format
+
+    data = json_format.MessageToDict(request)
+    for rs in data["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = base64.b64decode(span[key]).hex()
+    return data

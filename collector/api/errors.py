@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 from starlette.routing import Match
+
+from collector.errors import Overloaded
+from collector.store.writer import classify
+
+log = logging.getLogger(__name__)
 
 CODES = {
     400: "bad_request",
@@ -80,6 +88,21 @@ def install(app: FastAPI) -> None:
         first = details[0] if details else {"path": "", "message": "invalid request"}
         message = f"{first['path']}: {first['message']}" if first["path"] else first["message"]
         return JSONResponse(error_body(422, message, details), 422)
+
+    @app.exception_handler(SQLAlchemyError)
+    async def _store_error(request: Request, exc: SQLAlchemyError) -> JSONResponse:
+        """The store's failures, classified as ingest classifies them: a retryable 503 with
+        Retry-After when the same request can succeed later (database down, connection lost,
+        locked), else a 500."""
+        error = classify(exc)
+        if not isinstance(error, Overloaded):
+            log.error("the store failed a request: %s", exc)
+            return JSONResponse(error_body(500, "internal error"), 500)
+        settings = getattr(getattr(request.app.state, "tooltrail", None), "settings", None)
+        retry_after = getattr(settings, "store_retry_seconds", error.retry_after)
+        log.warning("the store is unavailable for %s: %s", request.url.path, exc)
+        return JSONResponse(error_body(503, str(error)), 503,
+                            headers={"Retry-After": str(max(1, math.ceil(retry_after)))})
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:

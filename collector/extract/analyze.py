@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
@@ -12,7 +13,13 @@ from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
 from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
-from collector.extract.traces import TraceAccumulator, conversation_source, is_agent_span
+from collector.extract.traces import (
+    TraceAccumulator,
+    conversation_source,
+    is_agent_span,
+    key_problem,
+)
+from collector.extract.values import noting
 from collector.model import Batch, RejectedSpan, ToolCall
 
 PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result"})
@@ -66,17 +73,34 @@ def analyze(
     rejected: list[RejectedSpan] = []
     views: list[SpanView] = []
     count = 0
-    for raw, resource, scope in iter_spans(request):
-        count += 1
-        try:
-            views.append(span_view(raw, resource, scope))
-        except BadSpan as exc:
-            rejected.append(RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name, str(exc)))
-    index = {(v.trace_id, v.span_id): v for v in views}
-    pass_ = _Pass(options, index, explain)
-    for span in views:
-        pass_.add(span)
-    return pass_.finish(rejected, count)
+    with noting() as lossy:
+        for raw, resource, scope in iter_spans(request):
+            count += 1
+            try:
+                view = span_view(raw, resource, scope)
+                problem = key_problem(view, options.conversation_keys)
+                if problem is not None:
+                    raise BadSpan(problem)
+                views.append(view)
+            except BadSpan as exc:
+                rejected.append(RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name,
+                                             str(exc)))
+        index = {(v.trace_id, v.span_id): v for v in views}
+        pass_ = _Pass(options, index, explain)
+        for span in views:
+            pass_.add(span)
+        analysis = pass_.finish(rejected, count)
+    analysis.batch = replace(analysis.batch, lossy=lossy_counts([lossy]))
+    return analysis
+
+
+def lossy_counts(parts: Iterable[Counter[str] | tuple[tuple[str, int], ...]]) -> tuple[
+        tuple[str, int], ...]:
+    """Lossy-conversion counts added up, as a Batch holds them (sorted by kind)."""
+    total: Counter[str] = Counter()
+    for part in parts:
+        total.update(dict(part))
+    return tuple(sorted((k, n) for k, n in total.items() if n))
 
 
 class _Pass:

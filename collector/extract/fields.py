@@ -40,6 +40,7 @@ SPAN_NAME_PATTERNS = (
     re.compile(r"tools/call\s+(\S+)\s*$"),
 )
 PEEK = 200  # LangGraph's `tools` node input starts with its `tool_call`
+MAX_NAME = 1024  # characters of a tool name: a longer one is refused, never cut
 LOGFIRE_MESSAGE = re.compile(r"^running tool:\s*(.+)$")
 
 
@@ -49,6 +50,11 @@ class NotExtractable(ValueError):
 
 def _present(value: Any) -> Any:
     return None if is_placeholder(value) else value
+
+
+def _present_or_null(value: Any) -> Any:
+    """Arguments: JSON `null` is a value (kept as null), other placeholders are absent."""
+    return value if isinstance(value, str) and value.strip() == "null" else _present(value)
 
 
 def _not_schema(value: Any) -> Any:
@@ -79,11 +85,11 @@ def _traceloop_input(value: Any) -> Any:
 
 
 ARGUMENT_KEYS: tuple[tuple[str, Adapter], ...] = (
-    ("gen_ai.tool.call.arguments", _present),
-    ("tool_arguments", _present),
-    ("ai.toolCall.args", _present),
-    ("gcp.vertex.agent.tool_call_args", _present),
-    ("tool_call.function.arguments", _present),
+    ("gen_ai.tool.call.arguments", _present_or_null),
+    ("tool_arguments", _present_or_null),
+    ("ai.toolCall.args", _present_or_null),
+    ("gcp.vertex.agent.tool_call_args", _present_or_null),
+    ("tool_call.function.arguments", _present_or_null),
     ("input.value", _present),
     ("tool.parameters", _not_schema),
     ("traceloop.entity.input", _traceloop_input),
@@ -108,10 +114,18 @@ def first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
 
 
 def tool_name(span: SpanView, convention: Convention) -> str:
-    """The tool's name from attributes, else parsed from the span name."""
+    """The tool's name: an attribute's value as sent, else parsed from the span name."""
+    name = _parsed_name(span, convention)
+    if len(name) > MAX_NAME:
+        raise NotExtractable(f"tool name is {len(name)} characters; at most {MAX_NAME} are "
+                             "stored")
+    return name
+
+
+def _parsed_name(span: SpanView, convention: Convention) -> str:
     value = first(span.attributes, NAME_KEYS)
     if isinstance(value, str) and value.strip():
-        return value.strip()
+        return value
     patterns = (convention.span_name, *SPAN_NAME_PATTERNS) if convention.span_name else (
         SPAN_NAME_PATTERNS
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -10,7 +11,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from collector.extract.values import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
+# The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
+# timestamp above this is not a time any clock produced, so the span is rejected, not clamped.
+MAX_TIME_NS = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +69,11 @@ def any_value(value: AnyValue, depth: int = 0) -> Any:
     if kind == "int_value":
         return value.int_value
     if kind == "double_value":
-        return value.double_value
+        return non_finite(value.double_value)
     if kind == "bytes_value":
         return value.bytes_value.hex()
     if depth >= MAX_DEPTH:
+        note(TOO_DEEP)
         return None
     if kind == "array_value":
         return [any_value(v, depth + 1) for v in value.array_value.values]
@@ -73,16 +81,29 @@ def any_value(value: AnyValue, depth: int = 0) -> Any:
 
 
 def clean_text(text: str) -> str:
-    """Replace NUL characters, which PostgreSQL text and JSON cannot hold."""
-    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+    """`text` with NUL characters (no PostgreSQL text or jsonb holds one) and lone surrogates
+    (OTLP/JSON may carry them; no UTF-8 store holds one) replaced by U+FFFD, noted. Lookups
+    by conversation key apply the same function, so a key finds what it was stored as."""
+    if "\x00" in text:
+        note(INVALID_TEXT)
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            note(INVALID_TEXT)
+            text = SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    """Decode a repeated KeyValue field into a dict (a later duplicate key wins)."""
+    """Decode a repeated KeyValue field into a dict (a later duplicate key wins, noted)."""
     out: dict[str, Any] = {}
     kv: KeyValue
     for kv in pairs:
         out[clean_text(kv.key)] = any_value(kv.value)
+    if len(out) != len(pairs):
+        note(DUPLICATE_KEY)
     return out
 
 
@@ -94,10 +115,18 @@ def _hex_id(raw: bytes, size: int, what: str) -> str:
     return raw.hex()
 
 
+def _time(value: int, what: str) -> int:
+    if value > MAX_TIME_NS:
+        raise BadSpan(f"{what} {value} is out of range (at most {MAX_TIME_NS}, the year 2262)")
+    return value
+
+
 def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
-    """Decode one span; raises BadSpan when its ids are invalid."""
+    """Decode one span; raises BadSpan when its ids or timestamps are invalid."""
     trace_id = _hex_id(span.trace_id, 16, "trace_id")
     span_id = _hex_id(span.span_id, 8, "span_id")
+    start = _time(span.start_time_unix_nano, "start_time_unix_nano")
+    end = _time(span.end_time_unix_nano, "end_time_unix_nano")
     parent = span.parent_span_id.hex() if span.parent_span_id and any(span.parent_span_id) else None
     if parent is not None and len(span.parent_span_id) != 8:
         raise BadSpan(f"parent_span_id must be 8 bytes, got {len(span.parent_span_id)}")
@@ -106,8 +135,8 @@ def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
         span_id=span_id,
         parent_span_id=parent,
         name=clean_text(span.name),
-        start_ns=span.start_time_unix_nano,
-        end_ns=max(span.end_time_unix_nano, span.start_time_unix_nano),
+        start_ns=start,
+        end_ns=max(end, start),
         attributes=attributes(span.attributes),
         resource=resource,
         scope=scope,

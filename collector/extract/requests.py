@@ -60,7 +60,7 @@ def _semconv_messages(messages: Any) -> list[Requested]:
             continue
         for part in message.get("parts") or []:
             if isinstance(part, dict) and part.get("type") == "tool_call":
-                out.append(_requested(part.get("name"), part.get("id"), part.get("arguments")))
+                out.append(_requested(part.get("name"), part.get("id"), _arguments(part)))
         out.extend(_openai_tool_calls(message.get("tool_calls")))
     return [r for r in out if r.name]
 
@@ -71,12 +71,20 @@ def _openai_tool_calls(calls: Any) -> list[Requested]:
         if isinstance(call, dict):
             inner = call.get("function")
             function: dict[str, Any] = inner if isinstance(inner, dict) else call
-            out.append(_requested(function.get("name"), call.get("id"), function.get("arguments")))
+            out.append(_requested(function.get("name"), call.get("id"), _arguments(function)))
     return out
 
 
+def _arguments(holder: dict[str, Any], key: str = "arguments") -> Any:
+    """`holder[key]`: missing is None (no arguments recorded), JSON null is the text "null"
+    (decoded to null by as_arguments), so that the two stay apart."""
+    value = holder.get(key)
+    return "null" if value is None and key in holder else value
+
+
 def _requested(name: Any, call_id: Any, arguments: Any) -> Requested:
-    return Requested(str(name).strip() if name else "", clean_id(call_id), arguments)
+    text = str(name) if name is not None else ""
+    return Requested(text if text.strip() else "", clean_id(call_id), arguments)
 
 
 def from_output_messages(span: SpanView) -> list[Requested]:
@@ -84,7 +92,7 @@ def from_output_messages(span: SpanView) -> list[Requested]:
     if value is not None:
         return _semconv_messages(decode(value)[0])
     out = [
-        _requested(p.get("name"), p.get("id"), p.get("arguments"))
+        _requested(p.get("name"), p.get("id"), _arguments(p))
         for p in message_parts(span, "gen_ai.output.messages")
         if p.get("type") == "tool_call"
     ]

@@ -23,15 +23,31 @@ AGENT_KINDS = frozenset({"workflow", "agent"})  # traceloop.span.kind
 ADK_SCOPE = "gcp.vertex.agent"  # its legacy root span `invocation` carries no attributes
 GENAI_PREFIXES = ("gen_ai.", "openinference.", "llm.", "traceloop.", "ai.", "gcp.vertex.agent.")
 MAX_SELECTOR_ATTRIBUTES = 64
+# A conversation key is stored as sent and looked up as sent; a unique index holds it, and
+# PostgreSQL's B-tree refuses entries past about 2.7 kB, so a longer key is refused, not cut.
+MAX_KEY_BYTES = 1024
 
 
 def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str, str] | None:
-    """(conversation id, the attribute it came from) of a span or its resource, if any."""
+    """(conversation id, the attribute it came from) of a span or its resource, if any. The id
+    is the value as sent (a number as its decimal text); only blank values count as absent."""
     for where, source in (("", span.attributes), ("resource ", span.resource)):
         for key in (*CONVERSATION_KEYS, *extra_keys):
             value = source.get(key)
             if value is not None and str(value).strip():
-                return str(value).strip(), where + key
+                return str(value), where + key
+    return None
+
+
+def key_problem(span: SpanView, extra_keys: Sequence[str]) -> str | None:
+    """Why the span's conversation key cannot be stored as sent, or None."""
+    found = conversation_source(span, extra_keys)
+    if found is None:
+        return None
+    size = len(found[0].encode())
+    if size > MAX_KEY_BYTES:
+        return (f"conversation key ({found[1]}) is {size} bytes of UTF-8; at most "
+                f"{MAX_KEY_BYTES} are stored")
     return None
 
 

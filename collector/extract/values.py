@@ -1,11 +1,129 @@
 """Decoding attribute values that carry JSON: strings, double-encoded strings, structured values,
-and the envelopes producers wrap tool results in."""
+and the envelopes producers wrap tool results in.
+
+Values JSON or the store cannot hold as sent are converted the one way docs/values.md states,
+and each conversion is noted (`note`) so that extraction reports it: the counts reach
+partial_success and /metrics (`tooltrail_ingest_lossy_values_total{kind}`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import math
+import re
+from collections import Counter
+from collections.abc import Iterator
 from typing import Any
+
+# Kinds of lossy conversion (docs/values.md): a label value of the metric each.
+NON_FINITE = "non_finite"  # NaN / ±Infinity, or a number past a double's range → a string
+BIG_INT = "big_int"  # an integer outside 64 bits → its decimal string
+DUPLICATE_KEY = "duplicate_key"  # a JSON object or attribute list repeating a key: last kept
+TOO_DEEP = "too_deep"  # nesting past the limit: JSON kept as text, deeper values cut
+INVALID_TEXT = "invalid_text"  # NUL or a lone surrogate (no store holds them) → U+FFFD
+MAX_JSON_DEPTH = 64  # JSON text nested deeper is kept as text (the store keeps 64 levels)
+INT_RANGE = (-(2**63), 2**64)  # what orjson and the store's JSON hold exactly
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')  # strings, then brackets
+_NOTES: contextvars.ContextVar[tuple[Counter[str], set[tuple[str, str]]] | None] = (
+    contextvars.ContextVar("tooltrail_lossy", default=None))
+
+
+@contextlib.contextmanager
+def noting() -> Iterator[Counter[str]]:
+    """Collect the conversions noted inside the block: kind → count, filled on leaving."""
+    once: Counter[str] = Counter()
+    texts: set[tuple[str, str]] = set()
+    token = _NOTES.set((once, texts))
+    counts: Counter[str] = Counter()
+    try:
+        yield counts
+    finally:
+        _NOTES.reset(token)
+        counts.update(once)
+        counts.update(kind for kind, _ in texts)
+
+
+def note(kind: str, text: str | None = None) -> None:
+    """Record one conversion (a no-op outside `noting`). A conversion of JSON `text` counts
+    once per text, however often extraction decodes that text."""
+    notes = _NOTES.get()
+    if notes is None:
+        return
+    if text is None:
+        notes[0][kind] += 1
+    else:
+        notes[1].add((kind, text))
+
+
+def non_finite(value: float) -> Any:
+    """A double JSON cannot hold, as the string proto3's JSON mapping writes it."""
+    if math.isfinite(value):
+        return value
+    note(NON_FINITE)
+    return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _too_deep(text: str) -> bool:
+    if text.count("[") + text.count("{") <= MAX_JSON_DEPTH:
+        return False
+    depth = 0
+    for match in _STRUCTURE.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return True
+        elif token in ("]", "}"):
+            depth -= 1
+    return False
+
+
+def _constant(name: str) -> str:
+    note(NON_FINITE, _SOURCE.get())
+    return name  # "NaN", "Infinity", "-Infinity": as proto3's JSON mapping writes them
+
+
+def _float(literal: str) -> Any:
+    value = float(literal)
+    if math.isfinite(value):
+        return value
+    note(NON_FINITE, _SOURCE.get())
+    return literal  # past a double's range (1e400): its literal text
+
+
+def _int(literal: str) -> Any:
+    value = int(literal)
+    if INT_RANGE[0] <= value < INT_RANGE[1]:
+        return value
+    note(BIG_INT, _SOURCE.get())
+    return literal
+
+
+def _object(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(items)
+    if len(out) != len(items):
+        note(DUPLICATE_KEY, _SOURCE.get())
+    return out
+
+
+_SOURCE: contextvars.ContextVar[str] = contextvars.ContextVar("tooltrail_json_source", default="")
+_DECODER = json.JSONDecoder(parse_float=_float, parse_int=_int, parse_constant=_constant,
+                            object_pairs_hook=_object)
+
+
+def _loads(text: str) -> Any:
+    """json.loads with the conversions of docs/values.md; ValueError when not JSON."""
+    if _too_deep(text):
+        note(TOO_DEEP, text)
+        raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    token = _SOURCE.set(text)
+    try:
+        return _DECODER.decode(text)
+    finally:
+        _SOURCE.reset(token)
+
 
 PLACEHOLDERS = frozenset({"", "unknown", "<not specified>", "none", "null", "n/a"})
 REDACTED = frozenset({"__REDACTED__", "[REDACTED]", "<redacted>", "REDACTED"})
@@ -26,26 +144,24 @@ def decode(value: Any) -> tuple[Any, str | None]:
     if not text or text[0] not in '{["0123456789-tfn':
         return value, None
     try:
-        decoded = json.loads(text)
+        decoded = _loads(text)
     except ValueError:
         return value, value if looks_structured else None
     inner = decoded.strip()[:1] if isinstance(decoded, str) else ""
     if inner in ("{", "[", '"'):  # double-encoded
         try:
-            return json.loads(decoded), None
+            return _loads(decoded), None
         except ValueError:
             return decoded, decoded if inner != '"' else None
     return decoded, None
 
 
 def as_arguments(value: Any) -> tuple[Any, str | None]:
-    """Decode tool-call arguments: missing or null is `{}`; a non-object string stays a string."""
+    """Decode tool-call arguments: missing (None) is `{}`; JSON `null` stays null (None); a
+    non-object string stays a string."""
     if value is None:
         return {}, None
-    decoded, raw = decode(value)
-    if decoded is None:
-        return {}, None
-    return decoded, raw
+    return decode(value)
 
 
 def is_placeholder(value: Any) -> bool:

@@ -8,7 +8,7 @@ import binascii
 import json
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
@@ -25,16 +25,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
 from collector.ingest import IngestResult
 from collector.model import RejectedSpan
-from collector.receivers.lenient import salvage
+from collector.receivers.lenient import SALVAGEABLE, salvage
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 256 * 1024
 IdPaths = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]
+MessageT = TypeVar("MessageT", bound=Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,15 +114,19 @@ def decode_body(
 ) -> tuple[Any, list[RejectedSpan]]:
     """Decompress and parse a request body of `signal`: (request, spans refused while decoding).
 
-    A trace request whose only fault is invalid UTF-8 in some strings keeps its other spans;
-    the spans holding bad strings come back as rejected, each with the reason."""
+    A trace request whose faults are within some spans (protobuf: invalid UTF-8 in a string;
+    either encoding: values nested past protobuf's depth limit, or any span JSON that does not
+    map to a Span) keeps its other spans; the spans at fault come back as rejected, each with
+    the reason."""
     data = decompress(body, encoding, limit)
-    if media != PROTOBUF or signal != "traces":
+    if signal != "traces":
         return decode_request(data, media, signal), []
+    if media != PROTOBUF:
+        return decode_json_traces(data)
     try:
         return decode_request(data, media), []
     except InvalidPayload as exc:
-        if "UTF-8" not in str(exc):
+        if not any(fault in str(exc) for fault in SALVAGEABLE):
             raise
         salvaged = salvage(data)
         if salvaged is None:
@@ -131,28 +137,82 @@ def decode_body(
 def decode_request(body: bytes, media: str, signal: str = "traces") -> Any:
     """Parse an Export<Signal>ServiceRequest; raises InvalidPayload when it cannot be parsed."""
     kind = SIGNALS[signal]
-    request = kind.request()
     if media == PROTOBUF:
+        request = kind.request()
         try:
             request.ParseFromString(body)
         except (DecodeError, ValueError, RecursionError) as exc:
             raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
         return request
+    return _from_dict(_ids_to_base64(_json_object(body), kind.id_paths), kind.request())
+
+
+def decode_json_traces(body: bytes) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
+    """Parse an OTLP/JSON trace request; when it does not map as a whole, the request without
+    its spans is parsed, then each span alone, so only the spans at fault are rejected."""
+    data = _ids_to_base64(_json_object(body), SIGNALS["traces"].id_paths)
+    try:
+        return _from_dict(data, ExportTraceServiceRequest()), []
+    except InvalidPayload as whole:
+        spans: list[list[list[Any]]] = []
+        for rs in _list(data.get("resourceSpans")):
+            spans.append([])
+            for ss in _list(rs.get("scopeSpans") if isinstance(rs, dict) else None):
+                spans[-1].append(_list(ss.get("spans")) if isinstance(ss, dict) else [])
+                if isinstance(ss, dict):
+                    ss["spans"] = []
+        try:
+            request = _from_dict(data, ExportTraceServiceRequest())
+        except InvalidPayload:
+            raise whole from None  # the fault is outside the spans
+    rejected: list[RejectedSpan] = []
+    for rs, rs_spans in zip(request.resource_spans, spans, strict=True):
+        for ss, ss_spans in zip(rs.scope_spans, rs_spans, strict=True):
+            for item in ss_spans:
+                try:
+                    ss.spans.append(_from_dict(item, Span()))
+                except InvalidPayload as exc:
+                    rejected.append(_json_rejected(item, str(exc)))
+    return request, rejected
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise InvalidPayload(f"body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise InvalidPayload("OTLP/JSON body must be an object")
+    return data
+
+
+def _from_dict(data: Any, message: MessageT) -> MessageT:
+    what = "span" if isinstance(message, Span) else "OTLP/JSON request"
     try:
-        json_format.ParseDict(_ids_to_base64(data, kind.id_paths), request,
-                              ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError, RecursionError) as exc:
-        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {exc}") from exc
+        json_format.ParseDict(data, message, ignore_unknown_fields=True)
+    except (json_format.ParseError, DecodeError, ValueError, TypeError, RecursionError) as exc:
+        reason = str(exc)
+        if ("MaxDepth" in reason or "Message too deep" in reason
+                or isinstance(exc, RecursionError)):
+            reason = "values are nested deeper than the protobuf parser allows"
+        raise InvalidPayload(f"body is not a valid {what}: {reason}"[:500]) from exc
     except SystemError as exc:  # upb on a field name that is a lone surrogate ("\udeba")
-        reason = exc.__cause__ or exc
-        raise InvalidPayload(f"body is not a valid OTLP/JSON request: {reason}") from exc
-    return request
+        reason = str(exc.__cause__ or exc)
+        raise InvalidPayload(f"body is not a valid {what}: {reason}"[:500]) from exc
+    return message
+
+
+def _json_rejected(span: Any, reason: str) -> RejectedSpan:
+    item = span if isinstance(span, dict) else {}
+
+    def hex_id(key: str) -> str:
+        try:
+            return base64.b64decode(str(item.get(key, ""))).hex()
+        except (binascii.Error, ValueError):
+            return ""
+
+    return RejectedSpan(hex_id("traceId"), hex_id("spanId"), str(item.get("name", ""))[:200],
+                        reason)
 
 
 def _hex_to_b64(value: Any) -> Any:
@@ -184,6 +244,10 @@ def _objects(data: dict[str, Any], path: tuple[str, ...]) -> list[dict[str, Any]
     for key in path:
         nodes = [child for node in nodes for child in _children(node.get(key))]
     return nodes
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _children(value: Any) -> list[dict[str, Any]]:

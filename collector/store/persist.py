@@ -36,10 +36,8 @@ from collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
     MAX_ATTRIBUTES,
-    MAX_KEY,
     PreparedBatch,
     prepare,
-    short_key,
 )
 from collector.store.tables import conversations, ingest_errors, tool_calls, turns
 
@@ -477,5 +475,5 @@ def prune_ingest_errors(conn: Connection, keep: int) -> None:
 
 
 
-__all__ = ["CALL_FIELDS", "MAX_ARGUMENTS", "MAX_ATTRIBUTES", "MAX_KEY", "PreparedBatch",
-           "prepare", "short_key", "write_batches", "write_prepared"]
+__all__ = ["CALL_FIELDS", "MAX_ARGUMENTS", "MAX_ATTRIBUTES", "PreparedBatch", "prepare",
+           "write_batches", "write_prepared"]

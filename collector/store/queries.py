@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from collector.extract.otlp import clean_text
 from collector.extract.reconcile import reconcile_rows
 from collector.store.jobs import create_job
 from collector.store.tables import (
@@ -86,7 +87,8 @@ def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
 
 
 def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
-    """One conversation row by key."""
+    """One conversation row by key, normalised as ingest stored it (NUL → U+FFFD)."""
+    key = clean_text(key)
     row = conn.execute(select(conversations).where(conversations.c.key == key)).first()
     return None if row is None else dict(row._mapping)
 

@@ -1,11 +1,11 @@
 """Preparing a batch for the store, with no database at hand: each tool call becomes a row
-(JSON already encoded, oversized values capped, keys shortened to what an index holds). Pure
-and cheap to import, so it runs in the ingest worker processes and pickles back fast."""
+(JSON already encoded, oversized values capped). Conversation keys are stored as sent
+(extraction refuses those an index cannot hold). Pure and cheap to import, so it runs in the
+ingest worker processes and pickles back fast."""
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
@@ -16,7 +16,6 @@ CALL_FIELDS = (
     "result", "error", "status", "start_ns", "end_ns", "step", "convention", "executed",
     "attributes",
 )
-MAX_KEY = 512  # conversation/turn keys longer than this are shortened (an index holds them)
 MAX_TEXT = 16 * 1024  # names, ids, error messages
 MAX_ARGUMENTS = 256 * 1024  # a tool call's arguments or result, as JSON
 MAX_ATTRIBUTES = 256 * 1024  # a span's attributes, as JSON
@@ -32,19 +31,12 @@ class PreparedBatch:
     unextracted: tuple[RejectedSpan, ...] = ()
     span_count: int = 0
     truncated: int = 0  # values cut to the size limits
+    lossy: tuple[tuple[str, int], ...] = ()  # conversions extraction made (docs/values.md)
 
     @property
     def empty(self) -> bool:
         """True when nothing in the request needs writing."""
         return not self.calls and not self.traces
-
-
-def short_key(key: str) -> str:
-    """A key short enough to index, still unique: long keys keep a prefix and their hash."""
-    if len(key) <= MAX_KEY:
-        return key
-    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{key[:MAX_KEY - 80]}…sha256:{digest}"
 
 
 def _text(value: str | None, counter: list[int]) -> str | None:
@@ -71,22 +63,16 @@ def call_row(call: ToolCall, counter: list[int]) -> tuple[Any, ...]:
     )
 
 
-def _safe_info(info: TraceInfo) -> TraceInfo:
-    if len(info.conversation_key) <= MAX_KEY and len(info.turn_key) <= MAX_KEY:
-        return info
-    return replace(info, conversation_key=short_key(info.conversation_key),
-                   turn_key=short_key(info.turn_key))
-
-
 def prepare(batch: Batch) -> PreparedBatch:
     """Serialise a Batch for writing (pure; safe to run in a worker process)."""
     counter = [0]
     calls = tuple(call_row(c, counter) for c in batch.calls)
     return PreparedBatch(
         calls=calls,
-        traces=tuple(_safe_info(i) for i in batch.traces),
+        traces=batch.traces,
         rejected=batch.rejected,
         unextracted=batch.unextracted,
         span_count=batch.span_count,
         truncated=counter[0],
+        lossy=batch.lossy,
     )

@@ -5,7 +5,9 @@ of the requests admitted and not yet answered stay under `max_queue_bytes`, so m
 bounded whatever the offered load; otherwise the receivers answer a retryable "overloaded".
 When the store fails in a way a retry can fix (connection lost, database down, locked), every
 request of that group gets a retryable answer and new requests are refused for `retry_after`
-seconds; the next admitted request probes the store again, so ingest recovers by itself.
+seconds; the next admitted request probes the store again, so ingest recovers by itself. Any
+other failure, whatever its exception type, is the data's: the group is retried request by
+request, so only the request at fault gets its (permanent) error and the others commit.
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ class Writer:
         started = time.perf_counter()
         try:
             await asyncio.to_thread(self._write, items, errors)
-        except SQLAlchemyError as exc:
+        except Exception as exc:  # any failure: classified, then isolated to the item at fault
             error = classify(exc)
             self.metrics.writer_failures.labels(
                 "retryable" if isinstance(error, Overloaded) else "permanent").inc()
@@ -228,7 +230,7 @@ class Writer:
                 if errors:
                     await self._commit([], errors)
                 return
-            log.warning("the store refused a request: %s", exc)
+            log.warning("the store refused a request: %s: %s", type(exc).__name__, exc)
             _settle(items, error)
             return
         if self._down_until:
@@ -263,24 +265,40 @@ class Writer:
                     self._errors_since_prune = 0
 
 
-def classify(exc: SQLAlchemyError) -> Exception:
+def classify(exc: Exception) -> Exception:
     """Retryable (StoreUnavailable) when the same write can succeed later: the connection was
-    lost, the server is down or starting, a lock or serialization conflict; else permanent."""
+    lost, the server is down or starting, a lock or serialization conflict; else permanent
+    (InvalidPayload). A driver error raised outside SQLAlchemy (COPY runs on the raw psycopg
+    cursor) is read by its SQLSTATE the same way; any other exception is about the data, since
+    the same write would raise it again."""
     name = exc.__class__.__name__
     if isinstance(exc, DBAPIError):
         if exc.connection_invalidated or isinstance(exc, InterfaceError):
             return StoreUnavailable(f"the store is unavailable: {name}; retry")
         state = getattr(exc.orig, "sqlstate", None)
         if isinstance(state, str):
-            if state.startswith(RETRYABLE_SQLSTATE_CLASSES) or state in RETRYABLE_SQLSTATES:
-                return StoreUnavailable(f"the store is unavailable ({state}); retry")
-            return InvalidPayload(f"the store refused the data ({state}: {name})")
+            return _by_sqlstate(state, name)
         if isinstance(exc, OperationalError):
             text = str(exc.orig).lower()
             if state is None and (not hasattr(exc.orig, "sqlite_errorcode")
                                   or any(t in text for t in RETRYABLE_SQLITE)):
                 return StoreUnavailable(f"the store is unavailable: {name}; retry")
-    return InvalidPayload(f"the store refused the data: {name}")
+        return InvalidPayload(f"the store refused the data: {name}")
+    if isinstance(exc, SQLAlchemyError):
+        return InvalidPayload(f"the store refused the data: {name}")
+    state = getattr(exc, "sqlstate", None)
+    if isinstance(state, str):  # psycopg.Error
+        return _by_sqlstate(state, name)
+    if type(exc).__module__.startswith("psycopg") and name in ("OperationalError",
+                                                               "InterfaceError"):
+        return StoreUnavailable(f"the store is unavailable: {name}; retry")
+    return InvalidPayload(f"the store could not write the data: {name}: {exc}"[:500])
+
+
+def _by_sqlstate(state: str, name: str) -> Exception:
+    if state.startswith(RETRYABLE_SQLSTATE_CLASSES) or state in RETRYABLE_SQLSTATES:
+        return StoreUnavailable(f"the store is unavailable ({state}); retry")
+    return InvalidPayload(f"the store refused the data ({state}: {name})")
 
 
 def _settle(items: list[_Item], error: Exception | None) -> None:

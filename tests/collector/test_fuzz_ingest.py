@@ -4,7 +4,6 @@ path) and against a running server (fewer, over both transports)."""
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +11,6 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -26,7 +24,7 @@ from collector.ingest import extract_safely
 from collector.receivers.codec import JSON, PROTOBUF, decode_body
 from collector.store.persist import prepare
 from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, capture, to_request
+from tests.spans import ToolStep, agent_turn, capture, to_otlp_json, to_request
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 HTTP_OK = {200, 400, 413, 415, 503}
@@ -45,18 +43,7 @@ def seed_request() -> ExportTraceServiceRequest:
 SEED_PB = seed_request().SerializeToString()
 
 
-def _json_seed() -> dict[str, Any]:
-    data = json_format.MessageToDict(seed_request())
-    for rs in data["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for span in ss["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = base64.b64decode(span[key]).hex()
-    return data
-
-
-SEED_JSON = _json_seed()
+SEED_JSON = to_otlp_json(seed_request())
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70)

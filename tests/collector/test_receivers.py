@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 from collections.abc import Iterator
@@ -10,7 +9,6 @@ from collections.abc import Iterator
 import grpc
 import httpx
 import pytest
-from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
     OTLPSpanExporter as GrpcExporter,
@@ -26,7 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, capture, to_request
+from tests.spans import ToolStep, agent_turn, capture, to_otlp_json, to_request
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 PB = {"content-type": "application/x-protobuf"}
@@ -79,14 +77,7 @@ def test_sdk_exporters_grpc_and_http_store_everything(server: Server) -> None:
 
 
 def test_http_json_gzip_with_hex_ids(server: Server) -> None:
-    request = one_turn("rx-json")
-    data = json_format.MessageToDict(request)
-    for rs in data["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for span in ss["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:  # protobuf's JSON mapping gives base64; OTLP/JSON wants hex
-                        span[key] = base64.b64decode(span[key]).hex()
+    data = to_otlp_json(one_turn("rx-json"))
     body = gzip.compress(json.dumps(data).encode())
     headers = {"content-type": "application/json; charset=utf-8", "content-encoding": "gzip"}
     response = httpx.post(f"{server.base_url}/v1/traces", content=body, headers=headers)

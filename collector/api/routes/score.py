@@ -1,12 +1,26 @@
-"""Stateless scoring: an expectation and calls in, a result out; nothing is stored."""
+"""Stateless scoring: an expectation and calls in, a result out; nothing is stored.
+
+Any `read` key may call it, so its work is bounded: the body's size (413), then, before any
+matching, the calls scored and the expected calls matched against them (422), and matching
+itself by a CPU-time budget (422); each answer names the limit. The counts refuse most costly
+requests without doing the work; the budget covers the shapes whose cost the counts do not
+predict (matching is not linear in them).
+"""
 
 from __future__ import annotations
 
+import ctypes
+import threading
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.types import Message
 
 from collector.api.errors import ApiError
 from collector.api.routes.expectations import parse
@@ -14,7 +28,82 @@ from collector.api.schemas import ErrorBody, ResultOut
 from matcher import InvalidTrajectory, score
 from matcher.payload import trajectory_from_json
 
-router = APIRouter(prefix="/api/v1", tags=["score"], responses={400: {"model": ErrorBody}})
+MAX_SCORE_BYTES = 1024 * 1024  # request body
+MAX_SCORE_CALLS = 1000  # actual calls, over all turns
+MAX_EXPECTED_CALLS = 256  # expected calls, over all turns of the expectation
+MAX_SCORE_SECONDS = 2.0  # wall time one request may spend matching
+
+
+class OverBudget(BaseException):  # not Exception: no `except Exception` in scoring eats it
+    """Scoring ran past its time budget (raised inside the scoring thread)."""
+
+
+@contextmanager
+def time_budget(seconds: float) -> Iterator[None]:
+    """Raise OverBudget in this thread if the block is still running after `seconds`.
+
+    A timer raises it asynchronously (CPython's PyThreadState_SetAsyncExc), so the scoring
+    code runs at full speed until then; it unwinds at the next bytecode the thread runs. On
+    leaving, a raise still pending is withdrawn (it could otherwise land after the block,
+    where no handler expects it) and OverBudget is raised here instead."""
+    thread = ctypes.c_ulong(threading.get_ident())
+    lock = threading.Lock()
+    done = fired = False
+
+    def expire() -> None:
+        nonlocal fired
+        with lock:
+            if not done:
+                fired = True
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, ctypes.py_object(OverBudget))
+
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            done = True
+            if fired:  # NULL withdraws a raise not yet delivered
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)
+    if fired:
+        raise OverBudget
+
+
+class BoundedBody(APIRoute):
+    """A route whose body is refused (413) once it grows past MAX_SCORE_BYTES, before the
+    rest is read (a declared Content-Length is checked first)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def bounded(request: Request) -> Response:
+            declared = request.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > MAX_SCORE_BYTES:
+                raise _too_large()
+            seen = 0
+
+            async def receive() -> Message:
+                nonlocal seen
+                message = await request.receive()
+                seen += len(message.get("body", b""))
+                if seen > MAX_SCORE_BYTES:
+                    raise _too_large()
+                return message
+
+            return await handler(Request(request.scope, receive))
+
+        return bounded
+
+
+def _too_large() -> HTTPException:
+    return HTTPException(413, f"request body exceeds {MAX_SCORE_BYTES} bytes")
+
+
+router = APIRouter(prefix="/api/v1", tags=["score"], route_class=BoundedBody,
+                   responses={400: {"model": ErrorBody}, 413: {"model": ErrorBody}})
 
 
 class CallIn(BaseModel):
@@ -52,12 +141,28 @@ def score_calls(body: ScoreIn) -> ScoreOut:
     if (body.calls is None) == (body.turns is None):
         raise ApiError(400, "give either `calls` or `turns`")
     exp = parse(body.expectation, require_id=False)
+    actual = len(body.calls or ()) + sum(len(t.calls) for t in body.turns or ())
+    if actual > MAX_SCORE_CALLS:
+        raise ApiError(422, f"{actual} calls: at most {MAX_SCORE_CALLS} calls can be scored "
+                       "in one request", {"path": "calls", "limit": MAX_SCORE_CALLS})
+    expected = len(exp.calls or ()) + sum(len(t.calls) for t in exp.turns or ())
+    if expected > MAX_EXPECTED_CALLS:
+        raise ApiError(422, f"{expected} expected calls: at most {MAX_EXPECTED_CALLS} can be "
+                       "scored in one request",
+                       {"path": "expectation", "limit": MAX_EXPECTED_CALLS})
     try:  # arguments sent as JSON text (OpenAI style) are decoded here
         trajectory = trajectory_from_json(
             body.model_dump(exclude_unset=True, exclude={"expectation"})
         )
     except InvalidTrajectory as exc:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    try:
+        with time_budget(MAX_SCORE_SECONDS):
+            scored = score(exp, trajectory)
+    except OverBudget as exc:
+        raise ApiError(422, f"scoring took more than its budget of {MAX_SCORE_SECONDS} s: "
+                       "send fewer calls or expected calls",
+                       {"path": "", "limit": MAX_SCORE_SECONDS}) from exc
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     outs = [
         ResultOut(
@@ -69,7 +174,7 @@ def score_calls(body: ScoreIn) -> ScoreOut:
                 "scored_at": now,
             }
         )
-        for r in score(exp, trajectory)
+        for r in scored
     ]
     if len(outs) == 1:
         return ScoreOut(**outs[0].model_dump())
