@@ -309,18 +309,25 @@ def _check_budget(
         )
 
 
-def parse_expectation_text(text: str, *, require_id: bool = False) -> Expectation:
-    """Parse an expectation written as JSON or YAML."""
+def load_text(text: str | bytes) -> Any:
+    """The value of a JSON or YAML document; raises `InvalidExpectation` naming the line."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise InvalidExpectation("", "nested too deeply") from None
     except ValueError:
         try:
-            data = yaml.safe_load(text)
+            return yaml.safe_load(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             problem = getattr(e, "problem", None) or str(e)
             raise InvalidExpectation("", f"not valid JSON or YAML{where}: {problem}") from None
+        except RecursionError:
+            raise InvalidExpectation("", "nested too deeply") from None
+
+
+def parse_expectation_text(text: str, *, require_id: bool = False) -> Expectation:
+    """Parse an expectation written as JSON or YAML."""
+    data = load_text(text)
     return parse_expectation(data, require_id=require_id)
