@@ -49,6 +49,7 @@ def main(argv: list[str]) -> int:
     """`argv[0]` is the command; returns the exit code."""
     commands: dict[str, Callable[[list[str]], int]] = {
         "check": run_check,
+        "import": run_import,
     }
     try:
         command = commands.get(argv[0])
@@ -118,3 +119,9 @@ def _progress(count: int) -> Callable[[str], None] | None:
         print(f"\r\x1b[Ktooltrail check: {text}", end="", file=sys.stderr, flush=True)
 
     return say
+
+
+def run_import(argv: list[str]) -> int:
+    from collector.suites.importers import run
+
+    return run(argv)
