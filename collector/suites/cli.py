@@ -67,7 +67,7 @@ def _error(command: str, message: str) -> int:
 
 def run_check(argv: list[str]) -> int:
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.suites.inputs import expand, read_input
+    from collector.suites.inputs import expand
     from collector.suites.report import junit, render
     from collector.suites.suite import SuiteError, load_suite
 
@@ -89,12 +89,9 @@ def run_check(argv: list[str]) -> int:
                                  keep_plumbing=args.keep_plumbing)
         sources = list(expand(args.inputs))
         progress = _progress(len(sources))
-        reads = []
-        for i, source in enumerate(sources, 1):
-            reads.append(read_input(source, options, args.input_format))
-            if progress:
-                progress(f"read {i}/{len(sources)} inputs")
-        report = check_offline(suite, reads, with_conversations=args.format == "json",
+        report = check_offline(suite, sources, options, forced=args.input_format,
+                               with_conversations=args.format == "json",
+                               with_results=args.format == "json" or bool(args.junit),
                                progress=progress)
         if progress:
             print(file=sys.stderr)

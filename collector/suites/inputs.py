@@ -21,14 +21,14 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from collector.errors import InvalidPayload, PayloadTooLarge
 from collector.extract import ExtractOptions
 from collector.ingest import extract_safely
-from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch
+from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
 from collector.receivers.codec import JSON, PROTOBUF, decode_request, decompress
 
 FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
@@ -42,14 +42,28 @@ class InputError(ValueError):
     """An input that cannot be read; the message names the file and what is wrong."""
 
 
-@dataclass(frozen=True, slots=True)
+MAX_LISTED_REJECTIONS = 20  # rejected spans kept per input for the report
+
+
+@dataclass(slots=True)
 class Read:
-    """One input file: its batches, or why it could not be read."""
+    """What one input contributed (its batches are written as they are read, never kept), or
+    why it could not be read; batches read before a fault in the middle of a file are kept."""
 
     source: str
     format: str | None
-    batches: tuple[Batch, ...] = ()
     error: str | None = None
+    conversations: set[str] = field(default_factory=set)
+    spans: int = 0
+    rejected: list[RejectedSpan] = field(default_factory=list)
+
+    def note(self, batch: Batch) -> Batch:
+        self.conversations.update(t.conversation_key for t in batch.traces)
+        self.spans += batch.span_count
+        room = MAX_LISTED_REJECTIONS - len(self.rejected)
+        if room > 0:
+            self.rejected.extend(batch.rejected[:room])
+        return batch
 
 
 def expand(paths: Iterable[str]) -> Iterator[str]:
@@ -78,20 +92,25 @@ def stem(source: str) -> str:
         name = name[: -len(cut)]
 
 
-def read_input(source: str, options: ExtractOptions, forced: str | None = None) -> Read:
-    """Read one input (a path or `-`); never raises for bad content: the error is kept."""
+def read_input(source: str, options: ExtractOptions, forced: str | None = None,
+               read: Read | None = None) -> Iterator[Batch]:
+    """The batches of one input (a path or `-`), as they are read; what went wrong is kept
+    in `read.error`, never raised."""
+    read = read if read is not None else Read(source, forced)
     try:
         data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     except OSError as exc:
-        return Read(source, forced, error=f"cannot read: {exc.strerror or exc}")
+        read.error = f"cannot read: {exc.strerror or exc}"
+        return
     try:
         if data[:2] == b"\x1f\x8b":
             data = decompress(data, "gzip", MAX_INPUT_BYTES)
-        kind = forced or detect(data)
-        batches = READERS[kind](data, stem(source), options)
+        read.format = forced or detect(data)
+        for batch in keyed_by_stem(READERS[read.format](data, stem(source), options),
+                                   stem(source)):
+            yield read.note(batch)
     except (InputError, InvalidPayload, PayloadTooLarge, ValueError) as exc:
-        return Read(source, forced, error=str(exc))
-    return Read(source, kind, tuple(keyed_by_stem(batches, stem(source))))
+        read.error = str(exc)
 
 
 def detect(data: bytes) -> str:
@@ -142,46 +161,53 @@ def _adk() -> Any:
         return None
 
 
-def read_otlp_protobuf(data: bytes, _stem: str, options: ExtractOptions) -> list[Batch]:
-    return [extract_safely(decode_request(data, PROTOBUF), options)]
+def read_otlp_protobuf(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
+    yield extract_safely(decode_request(data, PROTOBUF), options)
 
 
-def read_otlp_json(data: bytes, _stem: str, options: ExtractOptions) -> list[Batch]:
-    return [extract_safely(decode_request(data, JSON), options)]
+def read_otlp_json(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
+    yield extract_safely(decode_request(data, JSON), options)
 
 
-def read_otlp_jsonl(data: bytes, _stem: str, options: ExtractOptions) -> list[Batch]:
-    batches = []
-    for number, line in enumerate(data.split(b"\n"), 1):
+def read_otlp_jsonl(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
+    start = 0
+    number = 0
+    while start < len(data):  # line by line, without splitting the whole file at once
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        line = data[start:end]
+        start = end + 1
+        number += 1
         if not line.strip():
             continue
         try:
-            batches.append(extract_safely(decode_request(line, JSON), options))
+            request = decode_request(line, JSON)
         except InvalidPayload as exc:
             raise InputError(f"line {number}: {exc}") from exc
-    return batches
+        yield extract_safely(request, options)
 
 
-def read_openai(data: bytes, key: str, options: ExtractOptions) -> list[Batch]:
+def read_openai(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:
     from collector.suites.messages import batch_from_messages, load_messages
 
-    return [batch_from_messages(load_messages(data), key, options)]
+    yield batch_from_messages(load_messages(data), key, options)
 
 
-def read_adk_events(data: bytes, key: str, options: ExtractOptions) -> list[Batch]:
+def read_adk_events(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:
     adk = _adk()
     if adk is None:
         raise InputError(f"ADK events need {ADK_MODULE}, which this build does not have")
     try:
-        return [adk.extract_events(data, options=options)]
+        batch = adk.extract_events(data, options=options)
     except ValueError as first:  # events without a session id: the file is the conversation
         try:
-            return [adk.extract_events(data, conversation=key, options=options)]
+            batch = adk.extract_events(data, conversation=key, options=options)
         except ValueError:
             raise InputError(str(first)) from first
+    yield batch
 
 
-READERS: dict[str, Callable[[bytes, str, ExtractOptions], list[Batch]]] = {
+READERS: dict[str, Callable[[bytes, str, ExtractOptions], Iterator[Batch]]] = {
     "otlp-protobuf": read_otlp_protobuf,
     "otlp-json": read_otlp_json,
     "otlp-jsonl": read_otlp_jsonl,
@@ -190,13 +216,22 @@ READERS: dict[str, Callable[[bytes, str, ExtractOptions], list[Batch]]] = {
 }
 
 
-def keyed_by_stem(batches: list[Batch], key: str) -> list[Batch]:
+def keyed_by_stem(batches: Iterable[Batch], key: str) -> Iterator[Batch]:
     """When no record of the file carries a conversation key, every trace is one conversation
-    keyed `key`; otherwise the batches are left as extraction made them."""
-    if any(t.key_rank > KEY_FROM_TRACE for b in batches for t in b.traces):
-        return batches
-    return [
-        replace(b, traces=tuple(replace(t, conversation_key=key, key_rank=KEY_FROM_ROOT)
-                                for t in b.traces))
-        for b in batches
-    ]
+    keyed `key`; otherwise the batches are left as extraction made them. Batches are held only
+    until the first key is seen."""
+    held: list[Batch] = []
+    keyed = False
+    for batch in batches:
+        if keyed:
+            yield batch
+        elif any(t.key_rank > KEY_FROM_TRACE for t in batch.traces):
+            keyed = True
+            yield from held
+            held.clear()
+            yield batch
+        else:
+            held.append(batch)
+    for b in held:
+        yield replace(b, traces=tuple(replace(t, conversation_key=key, key_rank=KEY_FROM_ROOT)
+                                      for t in b.traces))

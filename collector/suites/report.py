@@ -75,10 +75,9 @@ def document(report: Report) -> dict[str, Any]:
         },
         "inputs": [
             {"source": r.source, "format": r.format, "error": r.error,
-             "conversations": sorted({t.conversation_key for b in r.batches for t in b.traces}),
-             "spans": sum(b.span_count for b in r.batches),
+             "conversations": sorted(r.conversations), "spans": r.spans,
              "rejected_spans": [{"span_id": s.span_id, "name": s.name, "reason": s.reason}
-                                for b in r.batches for s in b.rejected]}
+                                for s in r.rejected]}
             for r in report.reads
         ],
         "expectations": [

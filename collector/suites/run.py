@@ -20,17 +20,19 @@ from typing import Any
 from sqlalchemy import Engine
 
 from collector.api import convert
+from collector.extract import ExtractOptions
 from collector.metrics import Metrics
 from collector.store import queries, scoring
 from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
 from collector.store.writer import Writer
-from collector.suites.inputs import Read
+from collector.suites.inputs import Read, read_input
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite
 from collector.worker import Worker
 
-WRITES_IN_FLIGHT = 512  # batches handed to the writer at once (it groups them per commit)
+SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batches per commit)
+RESULTS_PAGE = 5_000
 ALL = 1 << 62  # "no limit" for the list queries
 
 
@@ -55,26 +57,48 @@ def register(engine: Engine, suite: Suite) -> None:
             queries.add_expectation_version(conn, entry.id, entry.body, must_exist=False)
 
 
-async def _write_all(engine: Engine, reads: Sequence[Read]) -> None:
+async def _write_all(engine: Engine, sources: Sequence[str], options: ExtractOptions,
+                     forced: str | None, reads: list[Read],
+                     progress: Callable[[str], None] | None) -> None:
     async with Writer(engine, Metrics(), max_queue_bytes=1 << 62) as writer:
         pending: set[asyncio.Task[None]] = set()
-        for read in reads:
-            for batch in read.batches:
+        in_flight = 0  # spans handed to the writer and not yet committed
+
+        def committed(spans: int) -> Callable[[asyncio.Task[None]], None]:
+            def done(_: asyncio.Task[None]) -> None:
+                nonlocal in_flight
+                in_flight -= spans
+            return done
+
+        for i, source in enumerate(sources, 1):
+            read = Read(source, forced)
+            reads.append(read)
+            for batch in read_input(source, options, forced, read):
                 if batch.empty:
                     continue
-                if len(pending) >= WRITES_IN_FLIGHT:
-                    done, pending = await asyncio.wait(pending,
-                                                       return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
+                while in_flight >= SPANS_IN_FLIGHT and pending:
+                    finished, pending = await asyncio.wait(
+                        pending, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
                         task.result()
-                pending.add(asyncio.create_task(writer.write(prepare(batch), [])))
+                task = asyncio.create_task(writer.write(prepare(batch), []))
+                in_flight += batch.span_count
+                task.add_done_callback(committed(batch.span_count))
+                pending.add(task)
+            if progress:
+                progress(f"read {i}/{len(sources)} inputs")
         for task in pending:
             await task
 
 
-def write(engine: Engine, reads: Sequence[Read]) -> None:
-    """Write every batch read through the writer; returns once all are committed."""
-    asyncio.run(_write_all(engine, reads))
+def write(engine: Engine, sources: Sequence[str], options: ExtractOptions,
+          forced: str | None = None,
+          progress: Callable[[str], None] | None = None) -> list[Read]:
+    """Read every input and write its batches through the writer as they are read (memory
+    stays bounded by SPANS_IN_FLIGHT, not by the inputs); returns what each input gave."""
+    reads: list[Read] = []
+    asyncio.run(_write_all(engine, sources, options, forced, reads, progress))
+    return reads
 
 
 def score_all(engine: Engine) -> None:
@@ -86,23 +110,30 @@ def score_all(engine: Engine) -> None:
 
 
 def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
-            with_conversations: bool) -> Report:
-    """The report: per selected (expectation, conversation) its current results, read back."""
+            with_conversations: bool, with_results: bool = True) -> Report:
+    """The report: per selected (expectation, conversation) its current results, read back
+    (whole REST result objects only `with_results`; the verdict and scores always)."""
     origin: dict[str, str] = {}
     for read in reads:
-        for batch in read.batches:
-            for trace in batch.traces:
-                origin.setdefault(trace.conversation_key, read.source)
+        for key in read.conversations:
+            origin.setdefault(key, read.source)
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     with engine.connect() as conn:
         rows = queries.list_conversations(conn, limit=ALL, before_id=None)
         rows.sort(key=lambda r: r["key"])
         facts = {f.key: f for f in scoring.conversation_facts(conn, [r["id"] for r in rows])}
-        results: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for row in queries.list_results(conn, limit=ALL, before_id=None, expectation=None,
-                                        conversation_id=None, passed=None, since=None,
-                                        until=None):
-            out = convert.result(row, row["conversation_key"]).model_dump(mode="json")
-            results.setdefault((row["expectation"], row["conversation_key"]), []).append(out)
+        before: int | None = None
+        while True:
+            page = queries.list_results(conn, limit=RESULTS_PAGE, before_id=before,
+                                        expectation=None, conversation_id=None, passed=None,
+                                        since=None, until=None)
+            for row in page:
+                out = (convert.result(row, row["conversation_key"]).model_dump(mode="json")
+                       if with_results else _slim(row))
+                results.setdefault((row["expectation"], row["conversation_key"]), []).append(out)
+            if len(page) < RESULTS_PAGE:
+                break
+            before = page[-1]["id"]
         conversations = {
             r["key"]: convert.conversation(r, queries.conversation_turns(conn, r["id"]))
             .model_dump(mode="json")
@@ -117,7 +148,7 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
             checks.append(Check(entry.id, None, "skipped" if entry.optional else "fail",
                                 "no conversation matched", None))
         for key in keys:
-            found = results.get((entry.id, key))
+            found = results.pop((entry.id, key), None)
             if not found:  # the worker could not score it (logged): never a silent pass
                 checks.append(Check(entry.id, key, "fail", "the conversation was not scored",
                                     None))
@@ -135,20 +166,31 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
     )
 
 
+SLIM = ("passed", "reason", "precision", "recall", "f1", "argument_score")
+
+
+def _slim(row: dict[str, Any]) -> dict[str, Any]:
+    """What the table needs of a result row (the whole detail stays in the store)."""
+    detail = row["detail"]
+    return {"scope": detail.get("scope"), "argument_score": detail.get("argument_score"),
+            **{k: row[k] for k in SLIM if k in row}}
+
+
 def _scope_order(result: dict[str, Any]) -> tuple[int, int]:
     scope = result.get("scope") or {}
     return (0 if scope.get("kind") != "turn" else 1, int(scope.get("turn") or 0))
 
 
-def check_offline(suite: Suite, reads: Sequence[Read], *, with_conversations: bool = True,
+def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions, *,
+                  forced: str | None = None, with_conversations: bool = True,
+                  with_results: bool = True,
                   progress: Callable[[str], None] | None = None) -> Report:
-    """Score the conversations read against the suite on a temporary store."""
+    """Score the inputs' conversations against the suite on a temporary store."""
     with temporary_store() as engine:
         register(engine, suite)
-        if progress:
-            progress("writing conversations")
-        write(engine, reads)
+        reads = write(engine, sources, options, forced, progress)
         if progress:
             progress("scoring")
         score_all(engine)
-        return collect(engine, suite, reads, with_conversations=with_conversations)
+        return collect(engine, suite, reads, with_conversations=with_conversations,
+                       with_results=with_results)
