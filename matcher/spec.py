@@ -32,8 +32,8 @@ MODE_ALIASES = {
 }
 
 _TOP_FIELDS = (
-    "id", "description", "selector", "scope", "turn", "match", "arguments", "calls", "turns",
-    "allow_extra_turns", "forbid", "allow", "max_calls", "min_calls", "require_no_errors",
+    "id", "description", "suite", "selector", "scope", "turn", "match", "arguments", "calls",
+    "turns", "allow_extra_turns", "forbid", "allow", "max_calls", "min_calls", "require_no_errors",
 )  # fmt: skip
 _CALL_FIELDS = ("name", "arguments", "arguments_match", "weight", "error", "result")
 _TURN_FIELDS = ("match", "arguments", "calls")
@@ -59,6 +59,7 @@ class Expectation:
     max_calls: int | None
     min_calls: int | None
     require_no_errors: bool
+    suite: str | None = None  # the suite that registered it (`tooltrail apply`); not scored
     plan: Plan | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +78,8 @@ class Expectation:
             out["id"] = self.id
         if self.description is not None:
             out["description"] = self.description
+        if self.suite is not None:
+            out["suite"] = self.suite
         sel = self.selector.to_dict()
         if sel:
             out["selector"] = sel
@@ -250,6 +253,9 @@ def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
     desc = data.get("description")
     if desc is not None and not isinstance(desc, str):
         raise InvalidExpectation("description", "must be a string")
+    suite = data.get("suite")
+    if suite is not None and (not isinstance(suite, str) or not _ID.fullmatch(suite)):
+        raise InvalidExpectation("suite", f"must be a suite name (a slug), got {show(suite)}")
     selector = parse_selector(data.get("selector"))
     scope = _enum(data.get("scope", "conversation"), "scope", SCOPES, {})
     turn = data.get("turn")
@@ -291,6 +297,7 @@ def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
         arguments=arguments, calls=calls, turns=turns, allow_extra_turns=bool(extra),
         forbid=forbid, allow=allow, max_calls=max_calls, min_calls=min_calls,
         require_no_errors=False if no_errors is None else _bool(no_errors, "require_no_errors"),
+        suite=suite,
     )  # fmt: skip
 
 

@@ -65,6 +65,8 @@ def expectation_schema(require_id: bool) -> dict[str, Any]:
         "properties": {
             "id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"},
             "description": {"type": "string"},
+            "suite": {"type": "string", "description": "the suite that registered it "
+                      "(`tooltrail apply`; `--prune` deactivates its missing ones)"},
             "selector": SELECTOR,
             "scope": {"type": "string", "enum": ["conversation", "turn", "each_turn"]},
             "turn": {"type": "integer"},
@@ -87,6 +89,7 @@ def request_body(require_id: bool) -> dict[str, Any]:
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": expectation_schema(require_id)}},
+            "content": {media: {"schema": expectation_schema(require_id)}
+                        for media in ("application/json", "application/yaml")},
         }
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -102,6 +102,14 @@ class ResultOut(BaseModel):
 class ResultPage(BaseModel):
     data: list[ResultOut]
     next_cursor: str | None
+
+
+class ConversationResults(ResultPage):
+    """A conversation's results and whether they are final."""
+
+    scoring: Literal["pending", "scored"] = Field(
+        description="pending: the worker still owes this conversation a pass (new spans, "
+                    "settling, or a rescoring job); its results may change")
 
 
 class ExpectationCreated(BaseModel):

@@ -50,6 +50,8 @@ def main(argv: list[str]) -> int:
     commands: dict[str, Callable[[list[str]], int]] = {
         "check": run_check,
         "import": run_import,
+        "golden": run_golden,
+        "apply": run_apply,
     }
     try:
         command = commands.get(argv[0])
@@ -81,7 +83,13 @@ def run_check(argv: list[str]) -> int:
     except SuiteError as exc:
         return _error("check", str(exc))
     if args.server:
-        return _error("check", "--server is not available yet")
+        from collector.suites.remote import RemoteError, check_remote
+
+        try:
+            report = check_remote(suite, args.server, wait=args.wait, api_key=args.api_key,
+                                  with_conversations=args.format == "json")
+        except RemoteError as exc:
+            return _error("check", str(exc))
     else:
         from collector.suites.run import check_offline
 
@@ -122,3 +130,15 @@ def run_import(argv: list[str]) -> int:
     from collector.suites.importers import run
 
     return run(argv)
+
+
+def run_golden(argv: list[str]) -> int:
+    from collector.suites.golden import run
+
+    return run(argv)
+
+
+def run_apply(argv: list[str]) -> int:
+    from collector.suites.remote import run_apply as apply
+
+    return apply(argv)

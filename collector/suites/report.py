@@ -22,7 +22,7 @@ class Check:
 
     expectation: str
     conversation: str | None
-    status: str  # pass | fail | skipped
+    status: str  # pass | fail | skipped | error (no verdict: scoring still pending)
     reason: str
     result: dict[str, Any] | None
 
@@ -52,7 +52,7 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        if self.unreadable:
+        if self.unreadable or any(c.status == "error" for c in self.checks):
             return EXIT_ERROR
         return EXIT_FAILED if self.failed else EXIT_PASSED
 
@@ -71,6 +71,7 @@ def document(report: Report) -> dict[str, Any]:
             "passed": statuses.count("pass"),
             "failed": statuses.count("fail"),
             "skipped": statuses.count("skipped"),
+            "errors": statuses.count("error"),
             "unreadable_inputs": len(report.unreadable),
         },
         "inputs": [
@@ -120,7 +121,9 @@ def table(report: Report) -> list[str]:
         lines.append(f"not selected by any expectation: {', '.join(report.unselected)}")
     counts = document_counts(report)
     lines.append(f"{counts['passed']} passed, {counts['failed']} failed, "
-                 f"{counts['skipped']} skipped; {len(report.conversation_keys)} conversation(s)"
+                 f"{counts['skipped']} skipped"
+                 + (f", {counts['errors']} without a verdict" if counts["errors"] else "")
+                 + f"; {len(report.conversation_keys)} conversation(s)"
                  + (f"; {len(report.unreadable)} input(s) unreadable" if report.unreadable
                     else ""))
     return lines
@@ -129,7 +132,7 @@ def table(report: Report) -> list[str]:
 def document_counts(report: Report) -> dict[str, int]:
     statuses = [c.status for c in report.checks]
     return {s: statuses.count(k) for s, k in
-            (("passed", "pass"), ("failed", "fail"), ("skipped", "skipped"))}
+            (("passed", "pass"), ("failed", "fail"), ("skipped", "skipped"), ("errors", "error"))}
 
 
 def _escape_data(text: str) -> str:
@@ -150,7 +153,7 @@ def github(report: Report) -> list[str]:
                      f"{_escape_data(read.error or '')}")
     for c in report.checks:
         title = _escape_property(f"{c.expectation} × {c.conversation or '(none)'}")
-        if c.status == "fail":
+        if c.status in ("fail", "error"):
             lines.append(f"::error file={suite_file},title={title}::{_escape_data(c.reason)}")
         elif c.status == "skipped":
             lines.append(f"::notice file={suite_file},title={title}::{_escape_data(c.reason)}")
@@ -168,7 +171,8 @@ def junit(report: Report) -> bytes:
         suite = ET.SubElement(
             root, "testsuite", name=exp, tests=str(len(checks)),
             failures=str(sum(c.status == "fail" for c in checks)),
-            skipped=str(sum(c.status == "skipped" for c in checks)), errors="0")
+            skipped=str(sum(c.status == "skipped" for c in checks)),
+            errors=str(sum(c.status == "error" for c in checks)))
         for c in checks:
             name = (c.conversation or "(no conversation)") + (
                 f" [{c.scope}]" if c.scope != "conversation" else "")
@@ -180,6 +184,8 @@ def junit(report: Report) -> bytes:
                 failure.text = "\n".join(d.get("message") or json.dumps(d) for d in differences)
             elif c.status == "skipped":
                 ET.SubElement(case, "skipped", message=c.reason)
+            elif c.status == "error":
+                ET.SubElement(case, "error", message=c.reason, type="pending")
     if report.unreadable:
         suite = ET.SubElement(root, "testsuite", name="inputs",
                               tests=str(len(report.unreadable)), failures="0",
@@ -209,7 +215,7 @@ REPORT_SCHEMA: dict[str, Any] = {
         "counts": {
             "type": "object",
             "required": ["expectations", "conversations", "checks", "passed", "failed",
-                         "skipped", "unreadable_inputs"],
+                         "skipped", "errors", "unreadable_inputs"],
             "additionalProperties": {"type": "integer", "minimum": 0},
         },
         "inputs": {"type": "array", "items": {
@@ -233,7 +239,7 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "expectation": {"type": "string"},
                 "conversation": {"type": ["string", "null"]},
                 "scope": {"type": "string"},
-                "status": {"enum": ["pass", "fail", "skipped"]},
+                "status": {"enum": ["pass", "fail", "skipped", "error"]},
                 "reason": {"type": "string"},
                 "source": {"type": ["string", "null"]},
                 "result": {"oneOf": [{"type": "null"}, {
