@@ -159,13 +159,16 @@ def main(argv: list[str] | None = None) -> int:
             capture_output=True, timeout=args.timeout,
             env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
         took = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = usage.ru_maxrss * 1024
+    cpu = usage.ru_utime + usage.ru_stime
     if child.returncode not in (0, 1):
         print(child.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
         return 1
     checks = (child.stdout.count(b"\nPASS") + child.stdout.count(b"\nFAIL")
               if args.format == "table" else len(json.loads(child.stdout)["checks"]))
-    print(f"check: {took:.1f} s, {args.conversations / took:,.0f} conversations/s, "
+    print(f"check: {took:.1f} s wall, {cpu:.1f} s CPU; {args.conversations / took:,.0f} "
+          f"conversations/s (wall), {args.conversations / cpu:,.0f} per CPU second; "
           f"{checks:,} verdicts, exit {child.returncode}, peak RSS {peak / 2**20:.0f} MB")
     return 0
 

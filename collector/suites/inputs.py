@@ -17,19 +17,23 @@ file's stem.
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import importlib
+import io
 import json
 import sys
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from collector.errors import InvalidPayload, PayloadTooLarge
 from collector.extract import ExtractOptions
 from collector.ingest import extract_safely
 from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
-from collector.receivers.codec import JSON, PROTOBUF, decode_request, decompress
+from collector.receivers.codec import JSON, PROTOBUF, decode_request
 
 FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
 MAX_INPUT_BYTES = 4 << 30  # decompressed size of one input file
@@ -95,22 +99,79 @@ def stem(source: str) -> str:
 def read_input(source: str, options: ExtractOptions, forced: str | None = None,
                read: Read | None = None) -> Iterator[Batch]:
     """The batches of one input (a path or `-`), as they are read; what went wrong is kept
-    in `read.error`, never raised."""
+    in `read.error`, never raised. JSON Lines are read line by line (never whole)."""
     read = read if read is not None else Read(source, forced)
+    opened = _open(source)
     try:
-        data = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+        stream = opened.__enter__()
     except OSError as exc:
         read.error = f"cannot read: {exc.strerror or exc}"
         return
     try:
-        if data[:2] == b"\x1f\x8b":
-            data = decompress(data, "gzip", MAX_INPUT_BYTES)
+        first = stream.readline()
+        if forced in (None, "otlp-jsonl") and _is_otlp_line(first):
+            read.format = "otlp-jsonl"
+            count = 0
+            for batch in keyed_by_stem(otlp_lines(_lines(first, stream), options),
+                                       stem(source)):
+                count += 1
+                yield read.note(batch)
+            if count == 1 and forced is None:
+                read.format = "otlp-json"  # one request on one line: the same thing
+            return
+        data = first + stream.read(MAX_INPUT_BYTES + 1 - len(first))
+        if len(data) > MAX_INPUT_BYTES:
+            raise PayloadTooLarge(f"larger than {MAX_INPUT_BYTES} bytes")
         read.format = forced or detect(data)
         for batch in keyed_by_stem(READERS[read.format](data, stem(source), options),
                                    stem(source)):
             yield read.note(batch)
-    except (InputError, InvalidPayload, PayloadTooLarge, ValueError) as exc:
+    except (InputError, InvalidPayload, PayloadTooLarge, ValueError, OSError, EOFError,
+            zlib.error) as exc:
         read.error = str(exc)
+    finally:
+        opened.__exit__(None, None, None)
+
+
+@contextlib.contextmanager
+def _open(source: str) -> Iterator[BinaryIO]:
+    """The input's bytes as a stream, gzip undone."""
+    with contextlib.ExitStack() as stack:
+        raw: BinaryIO = (io.BytesIO(sys.stdin.buffer.read()) if source == "-"
+                         else stack.enter_context(Path(source).open("rb")))
+        magic = raw.read(2)
+        raw.seek(0)
+        if magic == b"\x1f\x8b":
+            yield stack.enter_context(cast(BinaryIO, gzip.GzipFile(fileobj=raw, mode="rb")))
+        else:
+            yield raw
+
+
+def _is_otlp_line(line: bytes) -> bool:
+    if not line.lstrip().startswith(b"{"):
+        return False
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and ("resourceSpans" in value or "resource_spans" in value)
+
+
+def _lines(first: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    yield first
+    yield from stream
+
+
+def otlp_lines(lines: Iterable[bytes], options: ExtractOptions) -> Iterator[Batch]:
+    """JSON Lines of OTLP/JSON requests, each decoded and extracted as a receiver would."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            request = decode_request(line, JSON)
+        except InvalidPayload as exc:
+            raise InputError(f"line {number}: {exc}") from exc
+        yield extract_safely(request, options)
 
 
 def detect(data: bytes) -> str:
@@ -170,21 +231,7 @@ def read_otlp_json(data: bytes, _stem: str, options: ExtractOptions) -> Iterator
 
 
 def read_otlp_jsonl(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    start = 0
-    number = 0
-    while start < len(data):  # line by line, without splitting the whole file at once
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        line = data[start:end]
-        start = end + 1
-        number += 1
-        if not line.strip():
-            continue
-        try:
-            request = decode_request(line, JSON)
-        except InvalidPayload as exc:
-            raise InputError(f"line {number}: {exc}") from exc
-        yield extract_safely(request, options)
+    return otlp_lines(io.BytesIO(data), options)
 
 
 def read_openai(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:

@@ -84,8 +84,8 @@ async def conversation_results(
     app: State,
     all: Annotated[bool, Query(description="include history")] = False,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT, description=(
-        "seconds to wait while the conversation is unknown or its scoring is pending; the "
-        "answer comes as soon as scoring is current (or when the wait is over)"))] = 0,
+        "seconds to wait while the conversation's scoring is pending; the answer comes as "
+        "soon as scoring is current (or when the wait is over)"))] = 0,
 ) -> ConversationResults:
     """The latest result per applicable expectation (every result with all=true), and
     `scoring`: `pending` while the worker still owes the conversation a pass."""
@@ -101,9 +101,9 @@ async def conversation_results(
             return ConversationResults(data=[convert.result(r, key) for r in rows],
                                        next_cursor=None, scoring=scoring_state(conn, row))
 
-    while True:
+    while True:  # an unknown conversation is answered at once: only scoring is waited for
         answer = await run_in_threadpool(look)
-        if (answer is not None and answer.scoring == "scored") or time.monotonic() >= deadline:
+        if answer is None or answer.scoring == "scored" or time.monotonic() >= deadline:
             break
         await asyncio.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
     if answer is None:

@@ -37,7 +37,8 @@ from matcher import Expectation, InvalidExpectation, parse_expectation
 router = APIRouter(
     prefix="/api/v1",
     tags=["expectations"],
-    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody},
+               415: {"model": ErrorBody}, 422: {"model": ErrorBody}},
 )
 
 
