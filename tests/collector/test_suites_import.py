@@ -76,8 +76,9 @@ def test_arksim_empty_expected_passes_anything() -> None:
 
 
 def test_kagent_story_three_sessions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Seed 004: one suite, three sessions; exit codes 0, 1, 1; as OpenAI messages (what
-    kagent-agentevals converts sessions into) and as OTLP JSON Lines from the real SDK."""
+    """Seed 004: one suite, three sessions; exit codes 0, 1, 1; as the ADK events kagent
+    stores (read by collector.capture.adk_events), as OpenAI messages (what kagent-agentevals
+    converts them into) and as OTLP JSON Lines from the real SDK."""
     suite = tmp_path / "kagent.yaml"
     err = imported(capsys, "kagent", DATA / "kagent" / "suite.yaml", suite)
     assert "source: not mapped" in err
@@ -96,11 +97,14 @@ def test_kagent_story_three_sessions(tmp_path: Path, capsys: pytest.CaptureFixtu
     }
     for session, (exit_code, wanted) in expected.items():
         messages = DATA / "kagent" / "messages" / f"{session}.json"
+        events = DATA / "kagent" / "events" / f"{session}.jsonl"
         spans = write_jsonl(tmp_path / f"{session}.jsonl",
                             session_requests(None, [otlp[session]]))
-        for source in (messages, spans):
+        for source, kind in ((messages, "openai"), (events, "adk-events"),
+                             (spans, "otlp-json")):
             code, doc = run_json(capsys, "check", str(suite), str(source))
             assert code == exit_code, (session, source)
+            assert doc["inputs"][0]["format"] == kind
             assert verdicts(doc) == {(e, session): v for e, v in wanted.items()}
     code, out, _ = run(capsys, "check", str(suite),
                        str(DATA / "kagent" / "messages" / "weather-wrong-city.json"))
