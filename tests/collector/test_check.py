@@ -231,3 +231,41 @@ def test_usage_errors_exit_2(suite: Path, capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit) as exit_:
         run(capsys, "check", str(suite), "x", "--format", "yaml")
     assert exit_.value.code == 2
+
+
+def test_openai_messages_steps_turns_and_forced_format(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Calls of one assistant message are one step (parallel, any order within it); every
+    user message after the first opens a turn; JSON Lines of messages are one trajectory."""
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nexpectations:\n"
+                     "  - id: parallel-then-time\n    match: strict\n    scope: turn\n"
+                     "    turn: 0\n    calls: [{name: weather, arguments: {city: London}},\n"
+                     "            {name: weather, arguments: {city: Paris}}, {name: time}]\n"
+                     "  - id: second-turn\n    scope: turn\n    turn: 1\n    match: strict\n"
+                     "    calls: [{name: refund}]\n")
+
+    def call(i: str, name: str, args: str) -> dict[str, object]:
+        return {"id": i, "type": "function", "function": {"name": name, "arguments": args}}
+
+    messages = [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "tool_calls": [call("a", "weather", '{"city": "Paris"}'),
+                                             call("b", "weather", '{"city": "London"}')]},
+        {"role": "tool", "tool_call_id": "a", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "b", "content": "rain"},
+        {"role": "assistant", "tool_calls": [call("c", "time", "{}")]},
+        {"role": "user", "content": "refund me"},
+        {"role": "assistant", "tool_calls": [call("d", "refund", '{"amount": 1}')]},
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    code, doc = run_json(capsys, "check", str(suite), str(path))
+    assert code == 0 and doc["inputs"][0]["format"] == "openai"
+    turns = doc["conversations"]["chat"]["turns"]
+    assert [[(c["name"], c["step"]) for c in t["tool_calls"]] for t in turns] == [
+        [("weather", 0), ("weather", 0), ("time", 1)], [("refund", 0)]]
+    assert turns[0]["tool_calls"][0]["result"] in ("sunny", "rain")
+    code, out, _ = run(capsys, "check", str(suite), str(path), "--input-format",
+                       "otlp-protobuf")
+    assert code == 2 and f"ERROR  {path}: " in out and "protobuf" in out
