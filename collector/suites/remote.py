@@ -32,7 +32,7 @@ from matcher import parse_expectation
 
 TIMEOUT = 30.0  # seconds per request (plus the long-poll's wait)
 PAGE = 1000
-MAX_POLL = 60.0  # the server's bound on ?wait
+MAX_POLL = 20.0  # the server's bound on ?wait
 
 
 class RemoteError(Exception):

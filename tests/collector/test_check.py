@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
+import yaml
 import pytest
 
 from collector.suites.report import REPORT_SCHEMA
@@ -269,3 +270,24 @@ def test_openai_messages_steps_turns_and_forced_format(
     code, out, _ = run(capsys, "check", str(suite), str(path), "--input-format",
                        "otlp-protobuf")
     assert code == 2 and f"ERROR  {path}: " in out and "protobuf" in out
+
+
+def test_golden_from_a_capture_pins_it(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    capture = CAPTURES / "strands" / "spans.otlp.pb"
+    out = tmp_path / "golden.yaml"
+    code, _, err = run(capsys, "golden", str(capture), "--conversation", "conv-strands-0001",
+                       "--per-turn", "--ignore-arg", "amount", "-o", str(out))
+    assert code == 0, err
+    body = yaml.safe_load(out.read_text())
+    assert [len(t["calls"]) for t in body["turns"]] == [3, 2, 0]
+    assert body["turns"][1]["calls"][0]["arguments"]["amount"] == {"$any": True}
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(yaml.safe_dump({"name": "g", "expectations": [body]}))
+    code, doc = run_json(capsys, "check", str(suite), str(capture))
+    assert code == 0 and verdicts(doc) == {("conv-strands-0001", "conv-strands-0001"): "pass"}
+    code, doc = run_json(capsys, "check", str(suite), str(CAPTURES / "pydantic_ai" /
+                                                          "spans.otlp.pb"))
+    assert code == 1  # another framework's recording is not this one (and has another key)
+    code, _, err = run(capsys, "golden", str(capture), "--conversation", "nope")
+    assert code == 2 and "no conversation 'nope' in the inputs" in err

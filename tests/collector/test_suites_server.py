@@ -90,10 +90,10 @@ def test_scoring_state_and_long_poll(server: Server) -> None:
         assert [(r["expectation"], r["passed"]) for r in waited["data"]] == [
             ("poll-lookup", True)]
         started = time.monotonic()
-        missing = client.get("/api/v1/conversations/poll-none/results", params={"wait": 30})
+        missing = client.get("/api/v1/conversations/poll-none/results", params={"wait": 20})
         assert missing.status_code == 404 and time.monotonic() - started < 10
         assert client.get("/api/v1/conversations/poll-1/results",
-                          params={"wait": 61}).status_code == 422
+                          params={"wait": 21}).status_code == 422
 
 
 def test_apply_then_check_at_once(server: Server, tmp_path: Path,

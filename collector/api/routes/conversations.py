@@ -74,7 +74,7 @@ def list_conversations(
     )
 
 
-MAX_WAIT = 60.0  # seconds a results request may hold
+MAX_WAIT = 20.0  # seconds a results request may hold (below common client timeouts)
 POLL = 0.2  # seconds between looks while waiting
 
 
