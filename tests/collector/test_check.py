@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import jsonschema
-import yaml
 import pytest
+import yaml
 
 from collector.suites.report import REPORT_SCHEMA
 from collector.suites.suite import SuiteError, parse_suite_text
