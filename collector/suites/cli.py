@@ -103,7 +103,8 @@ def run_check(argv: list[str]) -> int:
                                progress=progress)
         if progress:
             print(file=sys.stderr)
-    print(render(report, args.format))
+    for line in render(report, args.format):
+        print(line)
     if args.junit:
         try:
             Path(args.junit).write_bytes(junit(report))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,11 +25,20 @@ class Check:
     status: str  # pass | fail | skipped | error (no verdict: scoring still pending)
     reason: str
     result: dict[str, Any] | None
+    scores: tuple[float, float, float, float] | None = None  # P, R, F1, arguments (no result)
+    turn: int | None = None  # the turn of a turn-scoped result (when `result` is not kept)
+
+    @property
+    def turn_index(self) -> int | None:
+        if self.result is None:
+            return self.turn
+        scope = self.result.get("scope") or {}
+        return scope.get("turn") if scope.get("kind") == "turn" else None
 
     @property
     def scope(self) -> str:
-        scope = (self.result or {}).get("scope") or {}
-        return f"turn {scope['turn']}" if scope.get("kind") == "turn" else "conversation"
+        turn = self.turn_index
+        return "conversation" if turn is None else f"turn {turn}"
 
 
 @dataclass(slots=True)
@@ -96,37 +105,38 @@ def document(report: Report) -> dict[str, Any]:
     }
 
 
-def _scores(result: dict[str, Any] | None) -> str:
-    if not result:
+def _scores(check: Check) -> str:
+    r = check.result
+    scores = check.scores if r is None else (r["precision"], r["recall"], r["f1"],
+                                             r["argument_score"])
+    if scores is None:
         return ""
-    return (f"P {result['precision']:.2f} R {result['recall']:.2f} F1 {result['f1']:.2f} "
-            f"args {result['argument_score']:.2f}")
+    return "P {:.2f} R {:.2f} F1 {:.2f} args {:.2f}".format(*scores)
 
 
-def table(report: Report) -> list[str]:
-    """The default output: one line per check, then the summary."""
-    lines = []
+def _row(c: Check) -> tuple[str, str, str, str, str]:
+    where = (c.conversation or "-") + (f" [{c.scope}]" if c.scope != "conversation" else "")
+    return c.status.upper(), c.expectation, where, _scores(c), c.reason
+
+
+def table(report: Report) -> Iterator[str]:
+    """The default output: one line per check, then the summary (lines made as printed)."""
     for read in report.unreadable:
-        lines.append(f"ERROR  {read.source}: {read.error}")
-    rows = [(c.status.upper(), c.expectation,
-             (c.conversation or "-") + (f" [{c.scope}]" if c.scope != "conversation" else ""),
-             _scores(c.result), c.reason) for c in report.checks]
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in
-              enumerate(("STATUS", "EXPECTATION", "CONVERSATION", "SCORES"))]
+        yield f"ERROR  {read.source}: {read.error}"
     head = ("STATUS", "EXPECTATION", "CONVERSATION", "SCORES", "REASON")
-    for row in [head, *rows]:
+    widths = [len(h) for h in head[:4]]
+    for c in report.checks:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, _row(c), strict=False)]
+    for row in (head, *(_row(c) for c in report.checks)):
         cells = [row[i].ljust(widths[i]) for i in range(4)]
-        lines.append("  ".join([*cells, row[4]]).rstrip())
+        yield "  ".join([*cells, row[4]]).rstrip()
     if report.unselected:
-        lines.append(f"not selected by any expectation: {', '.join(report.unselected)}")
+        yield f"not selected by any expectation: {', '.join(report.unselected)}"
     counts = document_counts(report)
-    lines.append(f"{counts['passed']} passed, {counts['failed']} failed, "
-                 f"{counts['skipped']} skipped"
-                 + (f", {counts['errors']} without a verdict" if counts["errors"] else "")
-                 + f"; {len(report.conversation_keys)} conversation(s)"
-                 + (f"; {len(report.unreadable)} input(s) unreadable" if report.unreadable
-                    else ""))
-    return lines
+    yield (f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
+           + (f", {counts['errors']} without a verdict" if counts["errors"] else "")
+           + f"; {len(report.conversation_keys)} conversation(s)"
+           + (f"; {len(report.unreadable)} input(s) unreadable" if report.unreadable else ""))
 
 
 def document_counts(report: Report) -> dict[str, int]:
@@ -157,7 +167,7 @@ def github(report: Report) -> list[str]:
             lines.append(f"::error file={suite_file},title={title}::{_escape_data(c.reason)}")
         elif c.status == "skipped":
             lines.append(f"::notice file={suite_file},title={title}::{_escape_data(c.reason)}")
-    return lines + table(report)
+    return [*lines, *table(report)]
 
 
 def junit(report: Report) -> bytes:
@@ -257,8 +267,9 @@ REPORT_SCHEMA: dict[str, Any] = {
 }
 
 
-def render(report: Report, fmt: str) -> str:
+def render(report: Report, fmt: str) -> Iterator[str]:
+    """The output's lines."""
     if fmt == "json":
-        return json.dumps(document(report), indent=2, ensure_ascii=False)
-    lines: Sequence[str] = github(report) if fmt == "github" else table(report)
-    return "\n".join(lines)
+        yield json.dumps(document(report), indent=2, ensure_ascii=False)
+    else:
+        yield from github(report) if fmt == "github" else table(report)

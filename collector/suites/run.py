@@ -15,7 +15,6 @@ import contextlib
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine
 
@@ -117,20 +116,34 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
     for read in reads:
         for key in read.conversations:
             origin.setdefault(key, read.source)
-    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    results: dict[tuple[str, str], list[Check]] = {}
     with engine.connect() as conn:
         rows = queries.list_conversations(conn, limit=ALL, before_id=None)
         rows.sort(key=lambda r: r["key"])
         facts = {f.key: f for f in scoring.conversation_facts(conn, [r["id"] for r in rows])}
+        key_of = {r["key"]: r["key"] for r in rows}  # one str per key, however many rows
+        id_of = {e.id: e.id for e in suite.entries}
         before: int | None = None
         while True:
             page = queries.list_results(conn, limit=RESULTS_PAGE, before_id=before,
                                         expectation=None, conversation_id=None, passed=None,
                                         since=None, until=None)
             for row in page:
-                out = (convert.result(row, row["conversation_key"]).model_dump(mode="json")
-                       if with_results else _slim(row))
-                results.setdefault((row["expectation"], row["conversation_key"]), []).append(out)
+                exp, conv = id_of.get(row["expectation"]), key_of.get(row["conversation_key"])
+                if exp is None or conv is None:
+                    continue
+                status = "pass" if row["passed"] else "fail"
+                if with_results:
+                    out = convert.result(row, conv).model_dump(mode="json")
+                    check = Check(exp, conv, status, out["reason"], out)
+                else:
+                    scope = row["detail"].get("scope") or {}
+                    check = Check(exp, conv, status, row["reason"] or "", None,
+                                  scores=(row["precision"], row["recall"], row["f1"],
+                                          row["detail"].get("argument_score") or 0.0),
+                                  turn=scope.get("turn") if scope.get("kind") == "turn"
+                                  else None)
+                results.setdefault((exp, conv), []).append(check)
             if len(page) < RESULTS_PAGE:
                 break
             before = page[-1]["id"]
@@ -152,9 +165,8 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
             if not found:  # the worker could not score it (logged): never a silent pass
                 checks.append(Check(entry.id, key, "fail", "the conversation was not scored",
                                     None))
-            for result in sorted(found or [], key=_scope_order):
-                checks.append(Check(entry.id, key, "pass" if result["passed"] else "fail",
-                                    result["reason"], result))
+            checks.extend(sorted(found or [], key=lambda c: (c.turn_index is not None,
+                                                             c.turn_index or 0)))
     return Report(
         suite=suite,
         reads=list(reads),
@@ -164,21 +176,6 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
         unselected=[r["key"] for r in rows if r["key"] not in selected],
         origin=origin,
     )
-
-
-SLIM = ("passed", "reason", "precision", "recall", "f1", "argument_score")
-
-
-def _slim(row: dict[str, Any]) -> dict[str, Any]:
-    """What the table needs of a result row (the whole detail stays in the store)."""
-    detail = row["detail"]
-    return {"scope": detail.get("scope"), "argument_score": detail.get("argument_score"),
-            **{k: row[k] for k in SLIM if k in row}}
-
-
-def _scope_order(result: dict[str, Any]) -> tuple[int, int]:
-    scope = result.get("scope") or {}
-    return (0 if scope.get("kind") != "turn" else 1, int(scope.get("turn") or 0))
 
 
 def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions, *,
