@@ -179,6 +179,7 @@ def run_bench(target: str, argv: list[str]) -> int:
         "matcher": "matcher.bench",
         "ingest": "collector.bench.ingest",
         "scoring": "collector.bench.scoring",
+        "check": "collector.suites.bench",
     }[target]
     result: int = importlib.import_module(module).main(argv)
     return result
@@ -187,6 +188,10 @@ def run_bench(target: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in ("check", "import", "golden", "apply"):  # collector/suites
+        from collector.suites.cli import main as suites_main
+
+        return suites_main(argv)
     if argv[:1] == ["extract"]:  # its own parser: options may come before the file
         import importlib
 
@@ -205,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.add_argument("rest", nargs=argparse.REMAINDER)
     bench = sub.add_parser("bench", help="benchmarks")
-    bench.add_argument("target", choices=["matcher", "ingest", "scoring"])
+    bench.add_argument("target", choices=["matcher", "ingest", "scoring", "check"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "bench":

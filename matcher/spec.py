@@ -32,8 +32,8 @@ MODE_ALIASES = {
 }
 
 TOP_FIELDS = (
-    "id", "description", "selector", "scope", "turn", "match", "arguments", "calls", "turns",
-    "allow_extra_turns", "forbid", "allow", "max_calls", "min_calls", "require_no_errors",
+    "id", "description", "suite", "selector", "scope", "turn", "match", "arguments", "calls",
+    "turns", "allow_extra_turns", "forbid", "allow", "max_calls", "min_calls", "require_no_errors",
 )  # fmt: skip
 CALL_FIELDS = ("name", "arguments", "arguments_match", "weight", "error", "result")
 TURN_FIELDS = ("match", "arguments", "calls")
@@ -60,6 +60,7 @@ class Expectation:
     max_calls: int | None
     min_calls: int | None
     require_no_errors: bool
+    suite: str | None = None  # the suite that registered it (`tooltrail apply`); not scored
     plan: Plan | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -78,6 +79,8 @@ class Expectation:
             out["id"] = self.id
         if self.description is not None:
             out["description"] = self.description
+        if self.suite is not None:
+            out["suite"] = self.suite
         sel = self.selector.to_dict()
         if sel:
             out["selector"] = sel
@@ -251,6 +254,9 @@ def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
     desc = data.get("description")
     if desc is not None and not isinstance(desc, str):
         raise InvalidExpectation("description", "must be a string")
+    suite = data.get("suite")
+    if suite is not None and (not isinstance(suite, str) or not _ID.fullmatch(suite)):
+        raise InvalidExpectation("suite", f"must be a suite name (a slug), got {show(suite)}")
     selector = parse_selector(data.get("selector"))
     scope = _enum(data.get("scope", "conversation"), "scope", SCOPES, {})
     turn = data.get("turn")
@@ -292,6 +298,7 @@ def _parse(data: Mapping[str, Any], require_id: bool) -> Expectation:
         arguments=arguments, calls=calls, turns=turns, allow_extra_turns=bool(extra),
         forbid=forbid, allow=allow, max_calls=max_calls, min_calls=min_calls,
         require_no_errors=False if no_errors is None else _bool(no_errors, "require_no_errors"),
+        suite=suite,
     )  # fmt: skip
 
 
@@ -310,18 +317,25 @@ def _check_budget(
         )
 
 
-def parse_expectation_text(text: str, *, require_id: bool = False) -> Expectation:
-    """Parse an expectation written as JSON or YAML."""
+def load_text(text: str | bytes) -> Any:
+    """The value of a JSON or YAML document; raises `InvalidExpectation` naming the line."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except RecursionError:
         raise InvalidExpectation("", "nested too deeply") from None
     except ValueError:
         try:
-            data = yaml.safe_load(text)
+            return yaml.safe_load(text)
         except yaml.YAMLError as e:
             mark = getattr(e, "problem_mark", None)
             where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
             problem = getattr(e, "problem", None) or str(e)
             raise InvalidExpectation("", f"not valid JSON or YAML{where}: {problem}") from None
+        except RecursionError:
+            raise InvalidExpectation("", "nested too deeply") from None
+
+
+def parse_expectation_text(text: str, *, require_id: bool = False) -> Expectation:
+    """Parse an expectation written as JSON or YAML."""
+    data = load_text(text)
     return parse_expectation(data, require_id=require_id)

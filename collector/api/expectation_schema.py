@@ -130,6 +130,9 @@ def expectation_schema(require_id: bool) -> dict[str, Any]:
         "properties": {
             "id": ident if require_id else {**ident, "type": ["string", "null"]},
             "description": _optional("string"),
+            "suite": _optional("string", pattern=f"^{ID_PATTERN}$",
+                               description="the suite that registered it (`tooltrail apply`; "
+                               "`--prune` deactivates its missing ones)"),
             "selector": SELECTOR,
             "scope": enum(SCOPES),
             "turn": _optional("integer"),
@@ -153,6 +156,7 @@ def request_body(require_id: bool) -> dict[str, Any]:
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": expectation_schema(require_id)}},
+            "content": {media: {"schema": expectation_schema(require_id)}
+                        for media in ("application/json", "application/yaml")},
         }
     }

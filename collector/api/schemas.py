@@ -151,6 +151,14 @@ class Selection(BaseModel):
     )
 
 
+class ConversationResults(ResultPage):
+    """A conversation's results and whether they are final."""
+
+    scoring: Literal["pending", "scored"] = Field(
+        description="pending: the worker still owes this conversation a pass (new spans, "
+                    "settling, or a rescoring job); its results may change")
+
+
 class ExpectationCreated(BaseModel):
     id: str
     version: int

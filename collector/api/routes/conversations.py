@@ -2,23 +2,33 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
 
 from collector.api import convert
 from collector.api.deps import (
     CursorParam,
     Limit,
     ReadConn,
+    State,
     TimeParam,
     decode_cursor,
     page,
     parse_time,
 )
 from collector.api.errors import ApiError
-from collector.api.schemas import ConversationOut, ConversationPage, ErrorBody, ResultPage
+from collector.api.schemas import (
+    ConversationOut,
+    ConversationPage,
+    ConversationResults,
+    ErrorBody,
+)
 from collector.store import queries
+from collector.store.state import scoring_state
 
 router = APIRouter(
     prefix="/api/v1/conversations",
@@ -64,18 +74,41 @@ def list_conversations(
     )
 
 
-@router.get("/{key:path}/results", response_model=ResultPage)
-def conversation_results(
+MAX_WAIT = 20.0  # seconds a results request may hold (below common client timeouts)
+POLL = 0.2  # seconds between looks while waiting
+
+
+@router.get("/{key:path}/results", response_model=ConversationResults)
+async def conversation_results(
     key: str,
-    conn: ReadConn,
+    app: State,
     all: Annotated[bool, Query(description="include history")] = False,
-) -> ResultPage:
-    """The latest result per applicable expectation (every result with all=true)."""
-    row = queries.get_conversation(conn, key)
-    if row is None:
+    wait: Annotated[float, Query(ge=0, le=MAX_WAIT, description=(
+        "seconds to wait while the conversation's scoring is pending; the answer comes as "
+        "soon as scoring is current (or when the wait is over)"))] = 0,
+) -> ConversationResults:
+    """The latest result per applicable expectation (every result with all=true), and
+    `scoring`: `pending` while the worker still owes the conversation a pass."""
+    engine = app.read_engine or app.engine
+    deadline = time.monotonic() + wait
+
+    def look() -> ConversationResults | None:
+        with engine.connect() as conn:
+            row = queries.get_conversation(conn, key)
+            if row is None:
+                return None
+            rows = queries.conversation_results(conn, row["id"], history=all)
+            return ConversationResults(data=[convert.result(r, key) for r in rows],
+                                       next_cursor=None, scoring=scoring_state(conn, row))
+
+    while True:  # an unknown conversation is answered at once: only scoring is waited for
+        answer = await run_in_threadpool(look)
+        if answer is None or answer.scoring == "scored" or time.monotonic() >= deadline:
+            break
+        await asyncio.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
+    if answer is None:
         raise ApiError(404, f"no conversation {key!r}")
-    rows = queries.conversation_results(conn, row["id"], history=all)
-    return ResultPage(data=[convert.result(r, key) for r in rows], next_cursor=None)
+    return answer
 
 
 @router.get("/{key:path}", response_model=ConversationOut)

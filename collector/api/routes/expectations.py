@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query, Response
+from fastapi import APIRouter, Query, Response
 
 from collector.api import convert
+from collector.api.bodies import ExpectationBody
 from collector.api.deps import (
     CursorParam,
     Limit,
@@ -37,9 +38,9 @@ from matcher import Expectation, InvalidExpectation, parse_expectation
 router = APIRouter(
     prefix="/api/v1",
     tags=["expectations"],
-    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody}},
+    responses={400: {"model": ErrorBody}, 404: {"model": ErrorBody},
+               415: {"model": ErrorBody}, 422: {"model": ErrorBody}},
 )
-ExpectationBody = Annotated[dict[str, Any], Body(description="an expectation (MATCHING.md)")]
 
 
 def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:

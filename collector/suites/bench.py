@@ -1,0 +1,177 @@
+"""`tooltrail bench check`: `tooltrail check` over recorded conversations, as CI runs it.
+
+Writes N conversations (default 10,000) as OTLP JSON Lines (the Collector `file` exporter's
+format; 100 conversations a line), each two agent turns of one `invoke_agent` root, chat spans
+and tool spans (about 30 spans), and a 20-expectation suite covering every order mode; then
+runs `tooltrail check` in a child process (one process, as in CI) and prints conversations/s
+and the child's peak RSS. Bounded: one run, `--timeout` seconds at most.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TOOLS = ("lookup_order", "get_customer", "search_products", "issue_refund", "send_email",
+         "get_weather", "get_time", "convert_currency")
+PER_LINE = 100
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": str(value)}}
+
+
+def _span(trace: str, span: str, parent: str | None, name: str, start: int, end: int,
+          attrs: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"traceId": trace, "spanId": span, "name": name, "kind": 1,
+                           "startTimeUnixNano": str(start), "endTimeUnixNano": str(end),
+                           "attributes": [_attr(k, v) for k, v in attrs.items()],
+                           "status": {}}
+    if parent:
+        out["parentSpanId"] = parent
+    return out
+
+
+SCRIPT = [[(TOOLS[(t * 9 + i) % len(TOOLS)], {"order_id": t * 9 + i, "city": "Paris"})
+           for i in range(9)] for t in range(2)]  # the trajectory every agent run follows
+PERTURBED = 0.1  # share of conversations with one wrong argument or one call left out
+
+
+def conversation_spans(rng: random.Random, index: int) -> list[dict[str, Any]]:
+    """Two turns: root + 5 chat spans + 9 tool spans each (30 spans, 18 tool calls)."""
+    key = f"bench-{index:06d}"
+    spans = []
+    clock = 1_700_000_000_000_000_000 + index * 1_000_000_000
+    script = [list(turn) for turn in SCRIPT]
+    if rng.random() < PERTURBED:
+        turn = script[rng.randrange(2)]
+        k = rng.randrange(len(turn))
+        if rng.random() < 0.5:
+            del turn[k]
+        else:
+            turn[k] = (turn[k][0], {**turn[k][1], "city": "Rome"})
+    for calls in script:
+        trace = f"{rng.getrandbits(128):032x}"
+        root = f"{rng.getrandbits(64):016x}"
+        start = clock
+        children = []
+        pending = list(calls)
+        for step in range(5):
+            children.append(_span(trace, f"{rng.getrandbits(64):016x}", root, "chat model",
+                                  clock, clock + 1000, {"gen_ai.operation.name": "chat",
+                                                        "gen_ai.request.model": "bench"}))
+            clock += 2000
+            for _ in range(2 if step < 4 else 1):
+                if not pending:
+                    break
+                tool, args = pending.pop(0)
+                children.append(_span(
+                    trace, f"{rng.getrandbits(64):016x}", root, f"execute_tool {tool}", clock,
+                    clock + 1000,
+                    {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                     "gen_ai.tool.call.id": f"call_{rng.getrandbits(32):08x}",
+                     "gen_ai.tool.call.arguments": json.dumps(args),
+                     "gen_ai.tool.call.result": json.dumps({"ok": True})}))
+                clock += 2000
+        spans.append(_span(trace, root, None, "invoke_agent support", start, clock,
+                           {"gen_ai.operation.name": "invoke_agent",
+                            "gen_ai.agent.name": "support", "gen_ai.conversation.id": key}))
+        spans.extend(children)
+        clock += 10_000
+    return spans
+
+
+def write_inputs(path: Path, conversations: int, seed: int = 7) -> int:
+    """OTLP JSON Lines; returns the number of spans written."""
+    rng = random.Random(seed)
+    total = 0
+    with path.open("w") as out:
+        for first in range(0, conversations, PER_LINE):
+            spans = [s for i in range(first, min(first + PER_LINE, conversations))
+                     for s in conversation_spans(rng, i)]
+            total += len(spans)
+            request = {"resourceSpans": [{
+                "resource": {"attributes": [_attr("service.name", "support-agent")]},
+                "scopeSpans": [{"scope": {"name": "bench"}, "spans": spans}]}]}
+            out.write(json.dumps(request, separators=(",", ":")) + "\n")
+    return total
+
+
+def suite(count: int = 20) -> dict[str, Any]:
+    """`count` expectations over every mode and a few constraints, each satisfied by SCRIPT."""
+    flat = [c for turn in SCRIPT for c in turn]
+    expectations = []
+    for i in range(count):
+        kind = i % 5
+        exp: dict[str, Any] = {"id": f"exp-{i:02d}"}
+        if kind == 0:  # the whole trajectory, in order, exact arguments
+            exp.update(match="strict", arguments="exact",
+                       calls=[{"name": n, "arguments": a} for n, a in flat])
+        elif kind == 1:  # a few calls in order, partial arguments
+            exp.update(match="in_order", calls=[{"name": n, "arguments": {"order_id":
+                                                 a["order_id"]}} for n, a in flat[i % 4::5]])
+        elif kind == 2:  # one turn, any order
+            exp.update(scope="turn", turn=i % 2, match="unordered",
+                       calls=[{"name": n, "arguments": a} for n, a in SCRIPT[i % 2]])
+        elif kind == 3:  # these calls among others
+            exp.update(match="superset", calls=[{"name": n, "arguments": {"city": "Paris"}}
+                                                for n, _ in flat[i % 3::4]], forbid=["delete_*"])
+        else:  # only these tools, within a budget
+            exp.update(match="subset", arguments="ignore",
+                       calls=[{"name": n} for n in TOOLS], max_calls=40)
+        expectations.append(exp)
+    return {"name": "bench", "expectations": expectations}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tooltrail bench check", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=10_000)
+    parser.add_argument("--expectations", type=int, default=20)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="tooltrail-bench-check-") as tmp:
+        inputs = Path(tmp) / "spans.jsonl"
+        spans = write_inputs(inputs, args.conversations)
+        suite_path = Path(tmp) / "suite.json"
+        suite_path.write_text(json.dumps(suite(args.expectations)))
+        print(f"{args.conversations:,} conversations, {spans:,} spans "
+              f"({inputs.stat().st_size / 1e6:.0f} MB OTLP JSON Lines), "
+              f"{args.expectations} expectations")
+        started = time.perf_counter()
+        child = subprocess.run(
+            [sys.executable, "-m", "collector.cli", "check", str(suite_path), str(inputs),
+             "--format", args.format],
+            capture_output=True, timeout=args.timeout,
+            env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
+        took = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = usage.ru_maxrss * 1024
+    cpu = usage.ru_utime + usage.ru_stime
+    if child.returncode not in (0, 1):
+        print(child.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
+        return 1
+    checks = (child.stdout.count(b"\nPASS") + child.stdout.count(b"\nFAIL")
+              if args.format == "table" else len(json.loads(child.stdout)["checks"]))
+    print(f"check: {took:.1f} s wall, {cpu:.1f} s CPU; {args.conversations / took:,.0f} "
+          f"conversations/s (wall), {args.conversations / cpu:,.0f} per CPU second; "
+          f"{checks:,} verdicts, exit {child.returncode}, peak RSS {peak / 2**20:.0f} MB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""`tooltrail check | import | golden | apply`: suites in CI (wired in collector.cli).
+
+Exit status of `check`: 0 every selected expectation passed, 1 at least one failed, 2 usage
+error, unreadable input or invalid suite. Errors are one line naming the file; never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from collector.suites.report import EXIT_ERROR
+
+COMMANDS = ("check", "import", "golden", "apply")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on usage errors already; the message stays one line."""
+
+
+def check_parser() -> argparse.ArgumentParser:
+    from collector.suites.inputs import FORMATS
+
+    p = _Parser(prog="tooltrail check", description=(
+        "Score recorded conversations against a suite. Exit 0: all passed; 1: a check "
+        "failed; 2: usage error, unreadable input or invalid suite."))
+    p.add_argument("suite", help="suite file (YAML or JSON)")
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="OTLP (protobuf, JSON, JSON Lines; .gz ok), OpenAI messages, ADK "
+                        "events; directories recursively; - for stdin")
+    p.add_argument("--input-format", choices=FORMATS, help="force the input format")
+    p.add_argument("--format", choices=("table", "json", "github"), default="table")
+    p.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
+    p.add_argument("--server", metavar="URL", help="score the conversations stored on a "
+                                                   "running tooltrail instead of inputs")
+    p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
+                   help="with --server: how long to wait for pending scoring (default 60)")
+    p.add_argument("--api-key", help="with --server: an API key (read role)")
+    p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
+                   help="an extra attribute key carrying the conversation id (repeatable)")
+    p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """`argv[0]` is the command; returns the exit code."""
+    commands: dict[str, Callable[[list[str]], int]] = {
+        "check": run_check,
+        "import": run_import,
+        "golden": run_golden,
+        "apply": run_apply,
+    }
+    try:
+        command = commands.get(argv[0])
+        if command is None:
+            return _error(argv[0], "not available in this build")
+        return command(argv[1:])
+    except KeyboardInterrupt:
+        return 130
+
+
+def _error(command: str, message: str) -> int:
+    print(f"tooltrail {command}: {message}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def run_check(argv: list[str]) -> int:
+    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from collector.suites.inputs import expand
+    from collector.suites.report import junit, render
+    from collector.suites.suite import SuiteError, load_suite
+
+    args = check_parser().parse_args(argv)
+    if args.server and args.inputs:
+        return _error("check", "give INPUT files or --server URL, not both")
+    if not args.server and not args.inputs:
+        return _error("check", "give at least one INPUT (a file, a directory or -)")
+    try:
+        suite = load_suite(Path(args.suite))
+    except SuiteError as exc:
+        return _error("check", str(exc))
+    if args.server:
+        from collector.suites.remote import RemoteError, check_remote
+
+        try:
+            report = check_remote(suite, args.server, wait=args.wait, api_key=args.api_key,
+                                  with_conversations=args.format == "json")
+        except RemoteError as exc:
+            return _error("check", str(exc))
+    else:
+        from collector.suites.run import check_offline
+
+        options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
+                                 keep_plumbing=args.keep_plumbing)
+        sources = list(expand(args.inputs))
+        progress = _progress(len(sources))
+        report = check_offline(suite, sources, options, forced=args.input_format,
+                               with_conversations=args.format == "json",
+                               with_results=args.format == "json" or bool(args.junit),
+                               progress=progress)
+        if progress:
+            print(file=sys.stderr)
+    for line in render(report, args.format):
+        print(line)
+    if args.junit:
+        try:
+            Path(args.junit).write_bytes(junit(report))
+        except OSError as exc:
+            return _error("check", f"{args.junit}: cannot write JUnit XML: {exc}")
+    return report.exit_code
+
+
+PROGRESS_FROM = 20  # inputs; fewer finish before a progress line would help
+
+
+def _progress(count: int) -> Callable[[str], None] | None:
+    """A one-line progress writer on stderr when inputs are many and stderr is a terminal."""
+    if count < PROGRESS_FROM or not sys.stderr.isatty():
+        return None
+
+    def say(text: str) -> None:
+        print(f"\r\x1b[Ktooltrail check: {text}", end="", file=sys.stderr, flush=True)
+
+    return say
+
+
+def run_import(argv: list[str]) -> int:
+    from collector.suites.importers import run
+
+    return run(argv)
+
+
+def run_golden(argv: list[str]) -> int:
+    from collector.suites.golden import run
+
+    return run(argv)
+
+
+def run_apply(argv: list[str]) -> int:
+    from collector.suites.remote import run_apply as apply
+
+    return apply(argv)

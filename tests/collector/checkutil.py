@@ -1,0 +1,69 @@
+"""Helpers for `tooltrail check` tests: write what real exporters write, run the CLI."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collector.cli import main
+from tests.spans import ToolStep, agent_turn, capture, to_request
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPTURES = ROOT / "tests" / "captures"
+
+
+def otlp_json_line(request: ExportTraceServiceRequest) -> str:
+    """One request as the Collector `file` exporter writes it (OTLP/JSON, hex ids, one line)."""
+    data = MessageToDict(request, use_integers_for_enums=True)
+
+    def hexed(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
+                    and isinstance(v, str) else hexed(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [hexed(v) for v in value]
+        return value
+
+    return json.dumps(hexed(data), separators=(",", ":"))
+
+
+def session_requests(conversation: str | None,
+                     turns: Sequence[Sequence[ToolStep]]) -> list[ExportTraceServiceRequest]:
+    """One request per turn, from the real SDK (tests.spans), as a BatchSpanProcessor sends."""
+    tp, exporter = capture()
+    out = []
+    for tools in turns:
+        agent_turn(tp, conversation, tools, agent="weather")
+        out.append(to_request(exporter.get_finished_spans()))
+        exporter.clear()
+    tp.shutdown()
+    return out
+
+
+def write_jsonl(path: Path, requests: Sequence[ExportTraceServiceRequest]) -> Path:
+    path.write_text("".join(otlp_json_line(r) + "\n" for r in requests))
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`tooltrail ARGV…` in process: (exit code, stdout, stderr)."""
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run(capsys, *argv, "--format", "json")
+    document: dict[str, Any] = json.loads(out)
+    return code, document
+
+
+def verdicts(document: dict[str, Any]) -> dict[tuple[str, str | None], str]:
+    return {(c["expectation"], c["conversation"]): c["status"] for c in document["checks"]}
