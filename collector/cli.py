@@ -1,14 +1,19 @@
-"""The `tooltrail` command: serve, worker, migrate, bench."""
+"""The `tooltrail` command: serve, worker, migrate, bench (and the subcommands of EXTENSIONS)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from collector import __version__
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
     from collector.config import Settings
@@ -16,22 +21,88 @@ if TYPE_CHECKING:  # imported where used: spawned child processes re-import this
 log = logging.getLogger("tooltrail")
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per Settings field (`--database-url`, `--no-worker`, …); unset flags stay None."""
-    from collector.config import Settings
+ALL = ("*",)  # Command.settings: every setting
+API_KEYS_ON_COMMAND_LINE = (
+    "--api-keys puts keys on the command line, where `ps` and shell history show them: "
+    "put them in a file and set TOOLTRAIL_API_KEYS_FILE (or TOOLTRAIL_API_KEYS)"
+)
 
-    parser.add_argument("--config", help="a YAML, TOML or JSON settings file")
-    for name, field in Settings.model_fields.items():
+
+@dataclass(frozen=True)
+class Command:
+    """A `tooltrail NAME` subcommand.
+
+    `settings` names the Settings fields it offers as flags (`--database-url`, …; ALL for every
+    one); with any, it also takes `--config FILE`. `arguments` adds options of its own. `run`
+    gets the Settings built from defaults < file < environment < flags, and the parsed args.
+    """
+
+    name: str
+    help: str
+    run: Callable[[Settings, argparse.Namespace], int]
+    settings: tuple[str, ...] = ()
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+@dataclass
+class Registry:
+    """The subcommands and bench targets of `tooltrail`. A module listed in EXTENSIONS has a
+    `register(registry: Registry) -> None` that adds its own."""
+
+    commands: dict[str, Command] = field(default_factory=dict)
+    bench: dict[str, str] = field(default_factory=dict)  # target → module with main(argv) -> int
+    extensions: set[str] = field(default_factory=set)  # the EXTENSIONS registered so far
+
+    def extend(self, modules: tuple[str, ...]) -> Registry:
+        """Let each module not yet seen register its commands; returns self."""
+        for name in modules:
+            if name not in self.extensions:
+                self.extensions.add(name)
+                importlib.import_module(name).register(self)
+        return self
+
+    def add(self, command: Command) -> None:
+        if command.name in self.commands or command.name == "extract":
+            raise ValueError(f"tooltrail {command.name}: registered twice")
+        self.commands[command.name] = command
+
+    def add_bench(self, target: str, module: str) -> None:
+        if target in self.bench:
+            raise ValueError(f"tooltrail bench {target}: registered twice")
+        self.bench[target] = module
+
+
+# modules that register subcommands or bench targets, each with `register(registry)` (imported
+# whenever the parser is built: they import what their commands need inside the commands)
+EXTENSIONS: tuple[str, ...] = ()
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """One flag per named Settings field (`--database-url`, `--no-worker`, …), with its default
+    and environment variable in the help; unset flags stay None."""
+    from collector.config import Settings, env_name
+
+    parser.add_argument(
+        "--config", metavar="FILE", help="a YAML, TOML or JSON settings file (below environment)"
+    )
+    fields = Settings.model_fields
+    for name in fields if names == ALL else names:
+        info = fields[name]
         flag = "--" + name.replace("_", "-")
-        help_text = field.description or ""
-        if field.annotation is bool:
+        default = info.get_default(call_default_factory=True)
+        shown = ", ".join(default) if isinstance(default, list) else default
+        help_text = (
+            f"{info.description or ''} (default: {'none' if shown in (None, '') else shown}; "
+            f"env {env_name(name)})"
+        ).replace("%", "%%")
+        if info.annotation is bool:
             parser.add_argument(
                 flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text
             )
-        elif field.annotation == list[str] or name in ("api_keys", "conversation_keys"):
+        elif isinstance(default, list):
             parser.add_argument(flag, dest=name, nargs="*", default=None, help=help_text)
         else:
-            kind: Any = {int: int, float: float}.get(field.annotation, str)  # type: ignore[arg-type]
+            kind: Any = {int: int, float: float}.get(info.annotation, str)  # type: ignore[arg-type]
             parser.add_argument(flag, dest=name, type=kind, default=None, help=help_text)
 
 
@@ -40,7 +111,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     from collector.config import Settings
 
     overrides = {name: getattr(args, name, None) for name in Settings.model_fields}
-    return Settings.load(args.config, **overrides)
+    return Settings.load(getattr(args, "config", None), **overrides)
 
 
 def setup_logging(level: str) -> None:
@@ -51,7 +122,7 @@ def setup_logging(level: str) -> None:
     )
 
 
-def cmd_migrate(settings: Settings) -> int:
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from collector.store.db import migrate
 
     migrate(settings.database_url)
@@ -59,7 +130,7 @@ def cmd_migrate(settings: Settings) -> int:
     return 0
 
 
-def cmd_serve(settings: Settings) -> int:
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from collector.api.app import create_app
@@ -67,17 +138,16 @@ def cmd_serve(settings: Settings) -> int:
 
     if settings.migrate:
         migrate(settings.database_url)
-    if not is_loopback(settings.host) and not (settings.api_keys or settings.api_keys_file):
-        log.warning(
-            "!!! binding %s with NO API keys: anyone who can reach this host can send spans, "
-            "read results and change expectations. Set TOOLTRAIL_API_KEYS. !!!",
-            settings.host,
-        )
+    exposed = exposure_warning(settings)
+    if exposed:
+        log.warning(exposed)
     app = create_app(settings)
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.http_port,
+        http="httptools",  # a dependency; the REST API has no websockets
+        ws="none",
         log_level=settings.log_level,
         lifespan="on",
         access_log=False,
@@ -105,7 +175,7 @@ def cmd_serve(settings: Settings) -> int:
     return 0
 
 
-def cmd_worker(settings: Settings) -> int:
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from collector.metrics import Metrics
     from collector.store.db import make_engine
     from collector.worker import Worker, WorkerConfig
@@ -157,54 +227,103 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def run_bench(target: str, argv: list[str]) -> int:
-    """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
-    import importlib
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", choices=sorted(registry().bench))
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="the target's options (--help)")
 
-    module = {
-        "matcher": "matcher.bench",
-        "ingest": "collector.bench.ingest",
-        "scoring": "collector.bench.scoring",
-    }[target]
-    result: int = importlib.import_module(module).main(argv)
+
+def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
+    """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
+    try:
+        module = importlib.import_module(registry().bench[args.target])
+        result: int = module.main(args.rest)
+    except ModuleNotFoundError as exc:
+        print(f"tooltrail bench {args.target}: {missing_module_hint(exc.name or '')}",
+              file=sys.stderr)
+        return 2
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `tooltrail` console script."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["extract"]:  # its own parser: options may come before the file
-        import importlib
+def missing_module_hint(module: str) -> str:
+    """What to install for `module`: the extra of this package that provides it, if any."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
 
-        code: int = importlib.import_module("collector.extract_report").main(argv[1:])
-        return code
+    try:
+        requirements = requires("tooltrail") or []
+    except PackageNotFoundError:
+        requirements = []
+    wanted = re.sub(r"[._]", "-", module.lower())
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        dist = re.sub(r"[._]", "-", name.group(0).lower()) if name else ""
+        if extra and dist and (wanted == dist or wanted.startswith(dist + "-")):
+            return (f"needs {module}, from the `{extra.group(1)}` extra: "
+                    f"pip install 'tooltrail[{extra.group(1)}]'")
+    return f"needs the module {module}, which is not installed"
+
+
+def registry() -> Registry:
+    """The subcommands and bench targets, EXTENSIONS included."""
+    return REGISTRY.extend(EXTENSIONS)
+
+
+REGISTRY = Registry()
+REGISTRY.add(Command("serve", "receivers + REST API + embedded worker", cmd_serve, ALL))
+REGISTRY.add(Command(
+    "worker", "a standalone scoring worker", cmd_worker,
+    ("database_url", "settle_seconds", "worker_poll_seconds", "worker_batch", "lease_seconds",
+     "log_level"),
+))
+REGISTRY.add(Command(
+    "migrate", "upgrade the database to the newest schema", cmd_migrate,
+    ("database_url", "log_level"),
+))
+REGISTRY.add(Command("bench", "benchmarks", cmd_bench, arguments=add_bench_arguments))
+REGISTRY.add_bench("matcher", "matcher.bench")
+REGISTRY.add_bench("ingest", "collector.bench.ingest")
+REGISTRY.add_bench("scoring", "collector.bench.scoring")
+
+
+def build_parser(registry: Registry) -> argparse.ArgumentParser:
+    """The parser of every subcommand in `registry`."""
     parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (
-        ("serve", "receivers + REST API + embedded worker"),
-        ("worker", "a standalone scoring worker"),
-        ("migrate", "upgrade the database to the newest schema"),
-    ):
-        add_settings_flags(sub.add_parser(name, help=help_text))
+    parser.add_argument("--version", action="version", version=f"tooltrail {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in registry.commands.values():
+        own = sub.add_parser(command.name, help=command.help, description=command.help)
+        if command.settings:
+            add_settings_flags(own, command.settings)
+        if command.arguments is not None:
+            command.arguments(own)
     report = sub.add_parser(
         "extract", help="show what each span contributed, and why not", add_help=False
     )
     report.add_argument("rest", nargs=argparse.REMAINDER)
-    bench = sub.add_parser("bench", help="benchmarks")
-    bench.add_argument("target", choices=["matcher", "ingest", "scoring"])
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.command == "bench":
-        return run_bench(args.target, args.rest)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `tooltrail` console script."""
+    from collector.config import SettingsError
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["extract"]:  # its own parser: options may come before the file
+        code: int = importlib.import_module("collector.extract_report").main(argv[1:])
+        return code
+    commands = registry()
+    args = build_parser(commands).parse_args(argv)
     try:
         settings = settings_from(args)
-    except (ValueError, OSError) as exc:
-        print(f"tooltrail: invalid settings: {exc}", file=sys.stderr)
+    except SettingsError as exc:
+        print(f"tooltrail {args.command}: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level)
-    commands = {"serve": cmd_serve, "worker": cmd_worker, "migrate": cmd_migrate}
+    if getattr(args, "api_keys", None):
+        log.warning(API_KEYS_ON_COMMAND_LINE)
     with contextlib.suppress(KeyboardInterrupt):
-        return commands[args.command](settings)
+        return commands.commands[args.command].run(settings, args)
     return 130
 
 
