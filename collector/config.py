@@ -68,7 +68,8 @@ class Settings(BaseSettings):
 
     database_url: str = Field(
         "sqlite:///tooltrail.db",
-        description="SQLAlchemy URL; postgresql+psycopg://... selects PostgreSQL",
+        description="SQLAlchemy URL; postgresql://... or postgres://... selects PostgreSQL "
+        "(through psycopg 3)",
     )
     host: str = Field("127.0.0.1", description="bind address of both receivers and the REST API")
     http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP + REST port (0: any free)")

@@ -21,6 +21,17 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+POSTGRES_DRIVER = "postgresql+psycopg"  # psycopg 3, the driver this package depends on
+
+
+def normalise_url(url: str) -> str:
+    """`url` with PostgreSQL on psycopg 3: `postgres://` (the form hosting providers hand out)
+    is no SQLAlchemy dialect, and a bare `postgresql://` means psycopg2, which is not a
+    dependency. A URL naming its driver (`postgresql+...://`) is kept as given."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ("postgres", "postgresql"):
+        return f"{POSTGRES_DRIVER}://{rest}"
+    return url
 
 
 def make_engine(
@@ -35,6 +46,7 @@ def make_engine(
     writer's connection and cannot write by mistake. With `background_checkpoint`, commits
     never run a WAL checkpoint (and its fsync) themselves: a `WalCheckpointer` must run.
     """
+    url = normalise_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -112,7 +124,7 @@ def alembic_config(url: str) -> Config:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
     return config
 
 
