@@ -120,6 +120,8 @@ def setup_logging(level: str) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # alembic announces its internal plugins at INFO when imported: noise to a user
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:

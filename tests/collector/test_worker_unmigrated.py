@@ -1,0 +1,79 @@
+"""A `tooltrail worker` started on a database nobody migrated says once what to do, backs off,
+and starts scoring as soon as the database is migrated: on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+from sqlalchemy import func, select
+
+from collector.bench.process import _stop
+from collector.bench.seed import seed
+from collector.store import queries
+from collector.store.db import make_engine, migrate
+from collector.store.tables import results
+from tests.server import FAST
+
+EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "subset",
+               "calls": [{"name": "lookup_order"}]}
+HINT = "run `tooltrail migrate`"
+
+
+def wait_for(predicate: object, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_worker_on_an_unmigrated_database(database_url: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url, *FAST],
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    lines: list[str] = []
+
+    def pump() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if len(lines) < 10_000:
+                lines.append(line)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    engine = None
+    try:
+        assert wait_for(lambda: any(HINT in line for line in lines), 20), "".join(lines)
+        time.sleep(3)  # rounds keep failing meanwhile: nothing more is said
+        assert process.poll() is None
+        waiting = "".join(lines)
+        assert len(lines) == 2, waiting  # "worker running", then the hint, once
+        assert "has no tooltrail schema yet" in waiting and "Traceback" not in waiting
+
+        migrate(database_url)
+        engine = make_engine(database_url)
+        seed(engine, 5, calls=3)
+        with engine.begin() as conn:
+            queries.add_expectation_version(conn, "wk", EXPECTATION, must_exist=False)
+
+        def scored() -> bool:
+            assert engine is not None
+            with engine.connect() as conn:
+                return conn.execute(select(func.count()).select_from(results)).scalar() == 5
+
+        assert wait_for(scored, 30), "".join(lines)
+        assert process.poll() is None
+    finally:
+        _stop(process)
+        reader.join(5)
+        if process.stderr is not None:
+            process.stderr.close()
+        if engine is not None:
+            engine.dispose()
+    said = "".join(lines)
+    assert said.count(HINT) == 1 and "Traceback" not in said, said
+    assert "schema is at head now: scoring" in said, said
