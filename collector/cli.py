@@ -83,7 +83,8 @@ def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) 
     from collector.config import Settings, env_name
 
     parser.add_argument(
-        "--config", metavar="FILE", help="a YAML, TOML or JSON settings file (below environment)"
+        "--config", metavar="FILE",
+        help="a YAML, TOML or JSON settings file (the environment and flags override it)",
     )
     fields = Settings.model_fields
     for name in fields if names == ALL else names:
@@ -136,8 +137,14 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from collector.api.app import create_app
+    from collector.auth import ApiKeys
     from collector.store.db import migrate
 
+    try:  # read before anything starts: a bad keys file is one line, not create_app's traceback
+        ApiKeys.parse(settings.api_keys, settings.api_keys_file)
+    except (OSError, ValueError) as exc:
+        print(f"tooltrail serve: invalid API keys: {exc}", file=sys.stderr)
+        return 2
     if settings.migrate:
         migrate(settings.database_url)
     exposed = exposure_warning(settings)
@@ -282,7 +289,10 @@ REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,
     ("database_url", "log_level"),
 ))
-REGISTRY.add(Command("bench", "benchmarks", cmd_bench, arguments=add_bench_arguments))
+REGISTRY.add(Command(
+    "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,
+    arguments=add_bench_arguments,
+))
 REGISTRY.add_bench("matcher", "matcher.bench")
 REGISTRY.add_bench("ingest", "collector.bench.ingest")
 REGISTRY.add_bench("scoring", "collector.bench.scoring")
@@ -290,7 +300,11 @@ REGISTRY.add_bench("scoring", "collector.bench.scoring")
 
 def build_parser(registry: Registry) -> argparse.ArgumentParser:
     """The parser of every subcommand in `registry`."""
-    parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="tooltrail",
+        description="Collect AI agents' OpenTelemetry traces and score their tool calls. "
+        "`tooltrail COMMAND --help` lists a command's options.",
+    )
     parser.add_argument("--version", action="version", version=f"tooltrail {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in registry.commands.values():

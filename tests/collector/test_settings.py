@@ -117,3 +117,17 @@ def test_api_keys_are_never_echoed() -> None:
 def test_a_missing_config_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="not found"):
         Settings.load(tmp_path / "absent.yaml")
+
+
+@pytest.mark.parametrize(("content", "said"), [
+    (None, "No such file or directory"), ("read:\n", "an API key entry has an empty key")])
+def test_a_bad_api_keys_file_is_one_line_and_exit_2(
+    content: str | None, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys"
+    if content is not None:
+        keys.write_text(content)
+    assert cli.main(["serve", "--api-keys-file", str(keys), "--no-migrate"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tooltrail serve: invalid API keys: ") and said in err, err
+    assert err.count("\n") == 1
