@@ -179,8 +179,9 @@ class Settings(BaseSettings):
                 return cls(**given)
         except ValidationError as exc:
             raise SettingsError(describe(exc)) from None
-        except (ValueError, TypeError, OSError, yaml.YAMLError) as exc:
-            raise SettingsError(f"config file {path}: {' '.join(str(exc).split())}") from None
+        except (ValueError, TypeError, OSError, yaml.YAMLError) as exc:  # reading a source
+            source = "invalid settings" if path is None else f"config file {path}"
+            raise SettingsError(f"{source}: {' '.join(str(exc).split())}") from None
 
     @property
     def is_sqlite(self) -> bool:
