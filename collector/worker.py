@@ -130,22 +130,28 @@ class Worker:
             if not self._schema_behind():
                 log.exception("worker round failed")
             return 0
+        self._schema_arrived()
+        return busy
+
+    def _schema_arrived(self) -> None:
         if self._schema_wait:
             self._schema_wait = 0.0
             log.info("the database schema is at head now: scoring")
-        return busy
 
     def _schema_behind(self) -> bool:
         """After a failed round: True when the schema is not at head (told the first time; the
-        next rounds back off). Alembic is imported only here, on failure."""
+        next rounds back off), or reached head only since the round failed (not an error of
+        its own). Alembic is imported only here, on failure."""
         from collector.store.db import schema_revisions
 
         try:
             current, head = schema_revisions(self.engine)
         except Exception:  # the round's own error tells what is wrong with the database
             return False
-        if current == head:
-            return False
+        if current == head:  # migrated between the round and this look: the round ran before
+            waiting = bool(self._schema_wait)
+            self._schema_arrived()
+            return waiting
         if not self._schema_wait:
             found = f"is at revision {current}" if current else "has no tooltrail schema yet"
             log.error(

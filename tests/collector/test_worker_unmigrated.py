@@ -3,18 +3,23 @@ and starts scoring as soon as the database is migrated: on SQLite and PostgreSQL
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
 import time
 
+import pytest
 from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
 
 from collector.bench.process import _stop
 from collector.bench.seed import seed
+from collector.metrics import Metrics
 from collector.store import queries
 from collector.store.db import make_engine, migrate
 from collector.store.tables import results
+from collector.worker import Worker
 from tests.server import FAST
 
 EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "subset",
@@ -77,3 +82,31 @@ def test_worker_on_an_unmigrated_database(database_url: str) -> None:
     said = "".join(lines)
     assert said.count(HINT) == 1 and "Traceback" not in said, said
     assert "schema is at head now: scoring" in said, said
+
+
+def test_a_round_that_failed_just_before_the_migration_is_no_error(
+    database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The migration may commit between a round failing on the missing tables and the worker's
+    look at the schema: that round is not reported as an error; a later failure is."""
+    engine = make_engine(database_url)
+    worker = Worker(engine, Metrics(), settle_seconds=0.1, poll_seconds=0.1, batch=8,
+                    lease_seconds=5)
+    caplog.set_level(logging.INFO, logger="collector.worker")
+    try:
+        assert worker.safe_round() == 0
+        migrate(database_url)
+
+        def failed(error: str) -> int:
+            raise OperationalError("SELECT ...", {}, Exception(error))
+
+        worker.round = lambda: failed("no such table: conversations")  # type: ignore[method-assign]
+        assert worker.safe_round() == 0
+        worker.round = lambda: failed("disk I/O error")  # type: ignore[method-assign]
+        assert worker.safe_round() == 0
+    finally:
+        engine.dispose()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in said] == ["ERROR", "INFO", "ERROR"], said
+    assert HINT in said[0][1] and "at head now" in said[1][1]
+    assert said[2][1] == "worker round failed" and "disk I/O error" in caplog.text
