@@ -1,14 +1,20 @@
-"""The `tooltrail` command: serve, worker, migrate, bench."""
+"""The `tooltrail` command: serve, worker, migrate, bench, extract, and the subcommands that
+the modules of EXTENSIONS register (check, import, golden, apply)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
+import importlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from collector import __version__
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
     from collector.config import Settings
@@ -16,22 +22,109 @@ if TYPE_CHECKING:  # imported where used: spawned child processes re-import this
 log = logging.getLogger("tooltrail")
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per Settings field (`--database-url`, `--no-worker`, …); unset flags stay None."""
-    from collector.config import Settings
+ALL = ("*",)  # Command.settings: every setting
+API_KEYS_ON_COMMAND_LINE = (
+    "--api-keys puts keys on the command line, where `ps` and shell history show them: "
+    "put them in a file and set TOOLTRAIL_API_KEYS_FILE (or TOOLTRAIL_API_KEYS)"
+)
 
-    parser.add_argument("--config", help="a YAML, TOML or JSON settings file")
-    for name, field in Settings.model_fields.items():
+
+@dataclass(frozen=True)
+class Command:
+    """A `tooltrail NAME` subcommand.
+
+    `settings` names the Settings fields it offers as flags (`--database-url`, …; ALL for every
+    one); with any, it also takes `--config FILE`. `arguments` adds options of its own. `run`
+    gets the Settings built from defaults < file < environment < flags, and the parsed args.
+    """
+
+    name: str
+    help: str
+    run: Callable[[Settings, argparse.Namespace], int]
+    settings: tuple[str, ...] = ()
+    arguments: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+@dataclass(frozen=True)
+class Program:
+    """A `tooltrail NAME` subcommand that parses its own arguments (options may come before or
+    after its files): `entry` is "module:function", a `function(argv) -> int` imported when run.
+    It reads no Settings."""
+
+    name: str
+    help: str
+    entry: str
+
+    def main(self, argv: list[str]) -> int:
+        module, function = self.entry.split(":")
+        code: int = getattr(importlib.import_module(module), function)(argv)
+        return code
+
+
+@dataclass
+class Registry:
+    """The subcommands and bench targets of `tooltrail`. A module listed in EXTENSIONS has a
+    `register(registry: Registry) -> None` that adds its own."""
+
+    commands: dict[str, Command] = field(default_factory=dict)
+    programs: dict[str, Program] = field(default_factory=dict)
+    bench: dict[str, str] = field(default_factory=dict)  # target → module with main(argv) -> int
+    extensions: set[str] = field(default_factory=set)  # the EXTENSIONS registered so far
+
+    def extend(self, modules: tuple[str, ...]) -> Registry:
+        """Let each module not yet seen register its commands; returns self."""
+        for name in modules:
+            if name not in self.extensions:
+                self.extensions.add(name)
+                importlib.import_module(name).register(self)
+        return self
+
+    def add(self, command: Command | Program) -> None:
+        if command.name in self.commands or command.name in self.programs:
+            raise ValueError(f"tooltrail {command.name}: registered twice")
+        if isinstance(command, Program):
+            self.programs[command.name] = command
+        else:
+            self.commands[command.name] = command
+
+    def add_bench(self, target: str, module: str) -> None:
+        if target in self.bench:
+            raise ValueError(f"tooltrail bench {target}: registered twice")
+        self.bench[target] = module
+
+
+# modules that register subcommands or bench targets, each with `register(registry)` (imported
+# whenever the parser is built: they import what their commands need inside the commands)
+EXTENSIONS: tuple[str, ...] = ("collector.suites.cli",)
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
+    """One flag per named Settings field (`--database-url`, `--no-worker`, …), with its default
+    and environment variable in the help; unset flags stay None."""
+    from collector.config import Settings, env_name
+
+    parser.add_argument(
+        "--config", metavar="FILE",
+        help="a YAML, TOML or JSON settings file (the environment and flags override it)",
+    )
+    fields = Settings.model_fields
+    for name in fields if names == ALL else names:
+        info = fields[name]
         flag = "--" + name.replace("_", "-")
-        help_text = field.description or ""
-        if field.annotation is bool:
+        default = info.get_default(call_default_factory=True)
+        shown = ", ".join(default) if isinstance(default, list) else default
+        help_text = (
+            f"{info.description or ''} (default: {'none' if shown in (None, '') else shown}; "
+            f"env {env_name(name)})"
+        ).replace("%", "%%")
+        if info.annotation is bool:
             parser.add_argument(
                 flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text
             )
-        elif field.annotation == list[str] or name in ("api_keys", "conversation_keys"):
+        elif isinstance(default, list):
             parser.add_argument(flag, dest=name, nargs="*", default=None, help=help_text)
         else:
-            kind: Any = {int: int, float: float}.get(field.annotation, str)  # type: ignore[arg-type]
+            kind: Any = {int: int, float: float}.get(info.annotation, str)  # type: ignore[arg-type]
             parser.add_argument(flag, dest=name, type=kind, default=None, help=help_text)
 
 
@@ -40,7 +133,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     from collector.config import Settings
 
     overrides = {name: getattr(args, name, None) for name in Settings.model_fields}
-    return Settings.load(args.config, **overrides)
+    return Settings.load(getattr(args, "config", None), **overrides)
 
 
 def setup_logging(level: str) -> None:
@@ -49,9 +142,11 @@ def setup_logging(level: str) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    # alembic announces its internal plugins at INFO when imported: noise to a user
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
 
 
-def cmd_migrate(settings: Settings) -> int:
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from collector.store.db import migrate
 
     migrate(settings.database_url)
@@ -59,20 +154,23 @@ def cmd_migrate(settings: Settings) -> int:
     return 0
 
 
-def cmd_serve(settings: Settings) -> int:
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from collector.api.app import create_app
+    from collector.auth import ApiKeys
     from collector.store.db import migrate
 
+    try:  # read before anything starts: a bad keys file is one line, not create_app's traceback
+        ApiKeys.parse(settings.api_keys, settings.api_keys_file)
+    except (OSError, ValueError) as exc:
+        print(f"tooltrail serve: invalid API keys: {exc}", file=sys.stderr)
+        return 2
     if settings.migrate:
         migrate(settings.database_url)
-    if not is_loopback(settings.host) and not (settings.api_keys or settings.api_keys_file):
-        log.warning(
-            "!!! binding %s with NO API keys: anyone who can reach this host can send spans, "
-            "read results and change expectations. Set TOOLTRAIL_API_KEYS. !!!",
-            settings.host,
-        )
+    exposed = exposure_warning(settings)
+    if exposed:
+        log.warning(exposed)
     from collector.listen import PortInUse, tcp_listener
 
     try:  # both ports are bound before anything starts: a taken port is exit 2, not a share
@@ -86,6 +184,8 @@ def cmd_serve(settings: Settings) -> int:
         app,
         host=settings.host,
         port=settings.http_port,
+        http="httptools",  # a dependency; the REST API has no websockets
+        ws="none",
         log_level=settings.log_level,
         lifespan="on",
         access_log=False,
@@ -119,7 +219,7 @@ def cmd_serve(settings: Settings) -> int:
     return asyncio.run(run())
 
 
-def cmd_worker(settings: Settings) -> int:
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from collector.metrics import Metrics
     from collector.store.db import make_engine
     from collector.worker import Worker, WorkerConfig
@@ -171,61 +271,115 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def run_bench(target: str, argv: list[str]) -> int:
-    """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
-    import importlib
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", choices=sorted(registry().bench))
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="the target's options (--help)")
 
-    module = {
-        "matcher": "matcher.bench",
-        "ingest": "collector.bench.ingest",
-        "scoring": "collector.bench.scoring",
-        "check": "collector.suites.bench",
-    }[target]
-    result: int = importlib.import_module(module).main(argv)
+
+def cmd_bench(settings: Settings, args: argparse.Namespace) -> int:
+    """`tooltrail bench TARGET …`: each benchmark module has `main(argv) -> int`."""
+    try:
+        module = importlib.import_module(registry().bench[args.target])
+        result: int = module.main(args.rest)
+    except ModuleNotFoundError as exc:
+        print(f"tooltrail bench {args.target}: {missing_module_hint(exc.name or '')}",
+              file=sys.stderr)
+        return 2
     return result
+
+
+def missing_module_hint(module: str) -> str:
+    """What to install for `module`: the extra of this package that provides it, if any."""
+    import re
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        requirements = requires("tooltrail") or []
+    except PackageNotFoundError:
+        requirements = []
+    wanted = re.sub(r"[._]", "-", module.lower())
+    for requirement in requirements:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        dist = re.sub(r"[._]", "-", name.group(0).lower()) if name else ""
+        if extra and dist and (wanted == dist or wanted.startswith(dist + "-")):
+            return (f"needs {module}, from the `{extra.group(1)}` extra: "
+                    f"pip install 'tooltrail[{extra.group(1)}]'")
+    return f"needs the module {module}, which is not installed"
+
+
+def registry() -> Registry:
+    """The subcommands and bench targets, EXTENSIONS included."""
+    return REGISTRY.extend(EXTENSIONS)
+
+
+REGISTRY = Registry()
+REGISTRY.add(Command("serve", "receivers + REST API + embedded worker", cmd_serve, ALL))
+REGISTRY.add(Command(
+    "worker", "a standalone scoring worker", cmd_worker,
+    ("database_url", "settle_seconds", "worker_poll_seconds", "worker_batch", "lease_seconds",
+     "log_level"),
+))
+REGISTRY.add(Command(
+    "migrate", "upgrade the database to the newest schema", cmd_migrate,
+    ("database_url", "log_level"),
+))
+REGISTRY.add(Command(
+    "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,
+    arguments=add_bench_arguments,
+))
+REGISTRY.add_bench("matcher", "matcher.bench")
+REGISTRY.add_bench("ingest", "collector.bench.ingest")
+REGISTRY.add_bench("scoring", "collector.bench.scoring")
+REGISTRY.add(Program("extract", "show what each span (or event) contributed, and why not",
+                     "collector.extract_report:main"))
+
+
+def build_parser(registry: Registry) -> argparse.ArgumentParser:
+    """The parser of every subcommand in `registry`."""
+    parser = argparse.ArgumentParser(
+        prog="tooltrail",
+        description="Collect AI agents' OpenTelemetry traces and score their tool calls. "
+        "`tooltrail COMMAND --help` lists a command's options.",
+    )
+    parser.add_argument("--version", action="version", version=f"tooltrail {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in registry.commands.values():
+        own = sub.add_parser(command.name, help=command.help, description=command.help)
+        if command.settings:
+            add_settings_flags(own, command.settings)
+        if command.arguments is not None:
+            command.arguments(own)
+    for program in registry.programs.values():  # listed here; run before parsing (main)
+        own = sub.add_parser(program.name, help=program.help, add_help=False)
+        own.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
+    from collector.config import SettingsError
+
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] and argv[0] in ("check", "import", "golden", "apply"):  # collector/suites
-        from collector.suites.cli import main as suites_main
-
-        return suites_main(argv)
-    if argv[:1] == ["extract"]:  # its own parser: options may come before the file
-        import importlib
-
-        code: int = importlib.import_module("collector.extract_report").main(argv[1:])
-        return code
-    parser = argparse.ArgumentParser(prog="tooltrail", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, help_text in (
-        ("serve", "receivers + REST API + embedded worker"),
-        ("worker", "a standalone scoring worker"),
-        ("migrate", "upgrade the database to the newest schema"),
-    ):
-        add_settings_flags(sub.add_parser(name, help=help_text))
-    report = sub.add_parser(
-        "extract", help="show what each span contributed, and why not", add_help=False
-    )
-    report.add_argument("rest", nargs=argparse.REMAINDER)
-    bench = sub.add_parser("bench", help="benchmarks")
-    bench.add_argument("target", choices=["matcher", "ingest", "scoring", "check"])
-    bench.add_argument("rest", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
-    if args.command == "bench":
-        return run_bench(args.target, args.rest)
+    commands = registry()
+    program = commands.programs.get(argv[0]) if argv else None
+    if program is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            return program.main(argv[1:])
+        return 130
+    args = build_parser(commands).parse_args(argv)
     try:
         settings = settings_from(args)
-    except (ValueError, OSError) as exc:
-        print(f"tooltrail: invalid settings: {exc}", file=sys.stderr)
+    except SettingsError as exc:
+        print(f"tooltrail {args.command}: {exc}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level)
-    commands = {"serve": cmd_serve, "worker": cmd_worker, "migrate": cmd_migrate}
+    if getattr(args, "api_keys", None):
+        log.warning(API_KEYS_ON_COMMAND_LINE)
     with contextlib.suppress(KeyboardInterrupt):
-        return commands[args.command](settings)
+        return commands.commands[args.command].run(settings, args)
     return 130
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # `python -m collector.cli`: run the one module extensions import
+    sys.exit(importlib.import_module("collector.cli").main())

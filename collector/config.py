@@ -1,18 +1,39 @@
 """The one settings object: built once in the CLI and passed down; nothing else reads the
-environment."""
+environment.
+
+Precedence, lowest first: defaults < a config file < `TOOLTRAIL_*` environment variables <
+command-line flags. Each layer is one of pydantic-settings' own sources (the file sources for
+YAML, TOML and JSON, the environment source, and init arguments for flags), so a layer's value
+wins whether or not it equals the default.
+"""
 
 from __future__ import annotations
 
-import json
-import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    JsonConfigSettingsSource,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+    YamlConfigSettingsSource,
+)
 
 MIB = 1024 * 1024
+ENV_PREFIX = "TOOLTRAIL_"
+SECRET_FIELDS = frozenset({"api_keys"})  # their values are never echoed in an error
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message is one line, for the user."""
 
 
 def _split(value: Any) -> Any:
@@ -22,17 +43,33 @@ def _split(value: Any) -> Any:
     return value
 
 
+def _log_level(value: Any) -> Any:
+    """Level names are case-insensitive; `warn` (the logging module's alias) is `warning`."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+        return {"warn": "warning"}.get(value, value)
+    return value
+
+
 CommaList = Annotated[list[str], NoDecode, BeforeValidator(_split)]
+LogLevel = Annotated[
+    Literal["debug", "info", "warning", "error", "critical"], BeforeValidator(_log_level)
+]
+
+# The config file of the Settings being built by `Settings.load` (pydantic-settings asks the
+# class, not the call, for its sources; a context variable keeps concurrent loads apart).
+_config_file: ContextVar[Path | None] = ContextVar("tooltrail_config_file", default=None)
 
 
 class Settings(BaseSettings):
     """Service configuration: `TOOLTRAIL_*` environment variables, a YAML/TOML/JSON file, flags."""
 
-    model_config = SettingsConfigDict(env_prefix="TOOLTRAIL_", extra="forbid", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="forbid", frozen=True)
 
     database_url: str = Field(
         "sqlite:///tooltrail.db",
-        description="SQLAlchemy URL; postgresql+psycopg://... selects PostgreSQL",
+        description="SQLAlchemy URL; postgresql://... or postgres://... selects PostgreSQL "
+        "(through psycopg 3)",
     )
     host: str = Field("127.0.0.1", description="bind address of both receivers and the REST API")
     http_port: int = Field(4318, ge=0, le=65535, description="OTLP/HTTP + REST port (0: any free)")
@@ -97,21 +134,54 @@ class Settings(BaseSettings):
         "when any is configured, ingest and /api/v1 require one",
     )
     api_keys_file: str | None = Field(None, description="a file of API keys, one per line")
-    log_level: str = Field("info", description="debug | info | warning | error")
+    log_level: LogLevel = Field("info", description="debug | info | warning | error | critical")
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        from collector.store.db import normalise_url
+
+        try:
+            backend = make_url(normalise_url(value)).get_backend_name()
+        except ArgumentError:
+            raise ValueError("not a database URL (sqlite:///FILE or postgresql://...)") from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"unsupported database {backend!r} (SQLite or PostgreSQL)")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Highest first: init arguments (the flags), the environment, the config file."""
+        path = _config_file.get()
+        files = () if path is None else (file_source(settings_cls, path),)
+        return init_settings, env_settings, *files
 
     @classmethod
     def load(cls, config_file: str | Path | None = None, **overrides: Any) -> Settings:
-        """Settings from (lowest first) defaults, a config file, the environment, then overrides."""
-        file_values: dict[str, Any] = {}
-        if config_file is not None:
-            file_values = read_config_file(Path(config_file))
-        env_values = cls().model_dump(exclude_defaults=True)
-        merged = {
-            **file_values,
-            **env_values,
-            **{k: v for k, v in overrides.items() if v is not None},
-        }
-        return cls(**merged)
+        """Settings from (lowest first) defaults, a config file, the environment, then overrides
+        (None meaning not given). Raises SettingsError with a one-line message."""
+        path = None if config_file is None else Path(config_file)
+        if path is not None and not path.is_file():
+            raise SettingsError(f"config file {path}: not found")
+        given = {k: v for k, v in overrides.items() if v is not None}
+        try:
+            with _reading(path):
+                return cls(**given)
+        except ValidationError as exc:
+            raise SettingsError(describe(exc)) from None
+        except (ValueError, TypeError, OSError, yaml.YAMLError) as exc:  # reading a source
+            source = "invalid settings" if path is None else f"config file {path}"
+            raise SettingsError(f"{source}: {' '.join(str(exc).split())}") from None
 
     @property
     def is_sqlite(self) -> bool:
@@ -119,16 +189,62 @@ class Settings(BaseSettings):
         return self.database_url.startswith("sqlite")
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """Read a YAML, TOML or JSON settings file into a dict of field values."""
-    text = path.read_text(encoding="utf-8")
+@contextmanager
+def _reading(path: Path | None) -> Iterator[None]:
+    token = _config_file.set(path)
+    try:
+        yield
+    finally:
+        _config_file.reset(token)
+
+
+def file_source(settings_cls: type[BaseSettings], path: Path) -> PydanticBaseSettingsSource:
+    """pydantic-settings' source for the file's format (by suffix; YAML unless .toml/.json)."""
     if path.suffix == ".toml":
-        data: Any = tomllib.loads(text)
-    elif path.suffix == ".json":
-        data = json.loads(text)
-    else:
-        data = yaml.safe_load(text) or {}
+        return _TomlFile(settings_cls, toml_file=path)
+    if path.suffix == ".json":
+        return _JsonFile(settings_cls, json_file=path)
+    return _YamlFile(settings_cls, yaml_file=path)
+
+
+def _section(data: Any) -> dict[str, Any]:
+    """A file's settings: its top level, or its `tooltrail` key when it has one; `-` in a key
+    reads as `_` (`http-port` is `http_port`)."""
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of settings")
+        raise ValueError("expected a mapping of settings")
     section = data.get("tooltrail", data)
+    if not isinstance(section, dict):
+        raise ValueError("`tooltrail` must be a mapping of settings")
     return {str(k).replace("-", "_"): v for k, v in section.items()}
+
+
+class _YamlFile(YamlConfigSettingsSource):
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return _section(super()._read_file(file_path))
+
+
+class _TomlFile(TomlConfigSettingsSource):
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return _section(super()._read_file(file_path))
+
+
+class _JsonFile(JsonConfigSettingsSource):
+    def _read_file(self, file_path: Any) -> dict[str, Any]:
+        return _section(super()._read_file(file_path))
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a setting."""
+    return ENV_PREFIX + field.upper()
+
+
+def describe(exc: ValidationError) -> str:
+    """A validation failure as one line naming each setting, where it is set, and why."""
+    parts = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else "settings"
+        shown = "" if field in SECRET_FIELDS or "input" not in error else f" {error['input']!r}"
+        where = f" (--{field.replace('_', '-')} / {env_name(field)})" if field in (
+            Settings.model_fields) else ""
+        parts.append(f"{field}{shown}{where}: {error['msg']}")
+    return "invalid settings: " + "; ".join(parts)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
+MAX_SCHEMA_WAIT = 10.0  # longest pause between rounds while the schema is not at head
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ class Worker:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._next_statistics = 0.0
+        self._schema_wait = 0.0  # > 0 while the database's schema is not this version's
 
     @classmethod
     def from_config(cls, engine: Engine, metrics: Metrics, config: WorkerConfig) -> Worker:
@@ -109,22 +111,55 @@ class Worker:
         self._wake.set()
 
     async def run(self) -> None:
-        """Work until cancelled; sleep `poll` seconds when there is nothing to do."""
+        """Work until cancelled; sleep `poll` seconds when there is nothing to do (longer,
+        backing off, while the schema is not migrated)."""
         while True:
             busy = await asyncio.to_thread(self.safe_round)
             if not busy:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll)
+                    await asyncio.wait_for(self._wake.wait(), self._schema_wait or self.poll)
 
     def safe_round(self) -> int:
-        """`round`, with its failure logged and counted (the work is retried next round)."""
+        """`round`, with its failure logged and counted (the work is retried next round). A
+        database whose schema is not at head is said once, with what to do, not per round."""
         try:
-            return self.round()
+            busy = self.round()
         except Exception:  # loop boundary: log, count, keep going
             self.metrics.loop_errors.labels("worker").inc()
-            log.exception("worker round failed")
+            if not self._schema_behind():
+                log.exception("worker round failed")
             return 0
+        self._schema_arrived()
+        return busy
+
+    def _schema_arrived(self) -> None:
+        if self._schema_wait:
+            self._schema_wait = 0.0
+            log.info("the database schema is at head now: scoring")
+
+    def _schema_behind(self) -> bool:
+        """After a failed round: True when the schema is not at head (told the first time; the
+        next rounds back off), or reached head only since the round failed (not an error of
+        its own). Alembic is imported only here, on failure."""
+        from collector.store.db import schema_revisions
+
+        try:
+            current, head = schema_revisions(self.engine)
+        except Exception:  # the round's own error tells what is wrong with the database
+            return False
+        if current == head:  # migrated between the round and this look: the round ran before
+            waiting = bool(self._schema_wait)
+            self._schema_arrived()
+            return waiting
+        if not self._schema_wait:
+            found = f"is at revision {current}" if current else "has no tooltrail schema yet"
+            log.error(
+                "the database %s (this version needs %s): run `tooltrail migrate` with the same "
+                "database URL; retrying until it is done", found, head,
+            )
+        self._schema_wait = min(max(2 * self._schema_wait, self.poll), MAX_SCHEMA_WAIT)
+        return True
 
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""

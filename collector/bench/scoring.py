@@ -28,7 +28,7 @@ from sqlalchemy import create_engine, text
 from collector.bench.process import serve, workers
 from collector.bench.seed import seed
 from collector.store import queries
-from collector.store.db import make_engine, migrate
+from collector.store.db import make_engine, migrate, normalise_url
 from collector.store.jobs import get_job
 
 EXPECTATION = {
@@ -46,7 +46,7 @@ EXPECTATION = {
 
 def temp_database(admin_url: str) -> str:
     name = f"tooltrail_bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(normalise_url(admin_url), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'CREATE DATABASE "{name}"'))
     admin.dispose()
@@ -54,7 +54,7 @@ def temp_database(admin_url: str) -> str:
 
 
 def drop_database(admin_url: str, url: str) -> None:
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    admin = create_engine(normalise_url(admin_url), isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)'))
     admin.dispose()

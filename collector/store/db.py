@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
 from collector.store import jsonio
@@ -21,6 +21,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+VERSION_TABLE = "alembic_version"  # alembic's default; migrations/env.py keeps it
+POSTGRES_DRIVER = "postgresql+psycopg"  # psycopg 3, the driver this package depends on
+
+
+def normalise_url(url: str) -> str:
+    """`url` with PostgreSQL on psycopg 3: `postgres://` (the form hosting providers hand out)
+    is no SQLAlchemy dialect, and a bare `postgresql://` means psycopg2, which is not a
+    dependency. A URL naming its driver (`postgresql+...://`) is kept as given."""
+    scheme, sep, rest = url.partition("://")
+    if sep and scheme in ("postgres", "postgresql"):
+        return f"{POSTGRES_DRIVER}://{rest}"
+    return url
 
 
 def make_engine(
@@ -35,6 +47,7 @@ def make_engine(
     writer's connection and cannot write by mistake. With `background_checkpoint`, commits
     never run a WAL checkpoint (and its fsync) themselves: a `WalCheckpointer` must run.
     """
+    url = normalise_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -112,7 +125,7 @@ def alembic_config(url: str) -> Config:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    config.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
     return config
 
 
@@ -123,12 +136,21 @@ def migrate(url: str) -> None:
     command.upgrade(alembic_config(url), "head")
 
 
-def at_head(engine: Engine) -> bool:
-    """True when the database's schema is at the newest migration."""
-    from alembic.runtime.migration import MigrationContext
+def schema_revisions(engine: Engine) -> tuple[str | None, str | None]:
+    """The database's schema revision (None: never migrated) and the newest migration's.
+    (The stored revision is read from alembic's version table directly: a MigrationContext
+    logs two lines each time, and a waiting worker asks again and again.)"""
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(alembic_config(str(engine.url))).get_current_head()
     with engine.connect() as conn:
-        current = MigrationContext.configure(conn).get_current_revision()
+        if not inspect(conn).has_table(VERSION_TABLE):
+            return None, head
+        current = conn.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).scalar()
+    return current, head
+
+
+def at_head(engine: Engine) -> bool:
+    """True when the database's schema is at the newest migration."""
+    current, head = schema_revisions(engine)
     return current == head

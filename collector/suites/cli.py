@@ -1,4 +1,4 @@
-"""`tooltrail check | import | golden | apply`: suites in CI (wired in collector.cli).
+"""`tooltrail check | import | golden | apply`: suites in CI (registered with collector.cli).
 
 Exit status of `check`: 0 every selected expectation passed, 1 at least one failed, 2 usage
 error, unreadable input or invalid suite. Errors are one line naming the file; never a
@@ -12,9 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from collector.cli import Program, Registry
 from collector.suites.report import EXIT_ERROR
-
-COMMANDS = ("check", "import", "golden", "apply")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,21 +44,18 @@ def check_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
-    """`argv[0]` is the command; returns the exit code."""
-    commands: dict[str, Callable[[list[str]], int]] = {
-        "check": run_check,
-        "import": run_import,
-        "golden": run_golden,
-        "apply": run_apply,
-    }
-    try:
-        command = commands.get(argv[0])
-        if command is None:
-            return _error(argv[0], "not available in this build")
-        return command(argv[1:])
-    except KeyboardInterrupt:
-        return 130
+def register(registry: Registry) -> None:
+    """`tooltrail check | import | golden | apply` and `tooltrail bench check`."""
+    for name, help_text, function in (
+        ("check", "score recorded conversations (or a server's) against a suite: exit 0/1/2",
+         "run_check"),
+        ("import", "write a suite from ArkSim, kagent, agentevals, ADK or Rhesis files",
+         "run_import"),
+        ("golden", "pin a recorded conversation as a regression expectation", "run_golden"),
+        ("apply", "register a suite's expectations on a server, idempotently", "run_apply"),
+    ):
+        registry.add(Program(name, help_text, f"{__name__}:{function}"))
+    registry.add_bench("check", "collector.suites.bench")
 
 
 def _error(command: str, message: str) -> int:

@@ -1,0 +1,62 @@
+"""./scripts/serve installs the package only when pyproject.toml changed since its last install
+(the install is editable: code changes need none). The script runs for real, in a copy of the
+checkout, with a virtualenv whose python and tooltrail record how they were called (a real
+install takes a minute: its timing is measured by hand, not by tests)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fake_venv(venv: Path, calls: Path, pip_fails: bool = False) -> None:
+    (venv / "bin").mkdir(parents=True)
+    for name, code in (("python", 1 if pip_fails else 0), ("tooltrail", 0)):
+        path = venv / "bin" / name
+        path.write_text(f'#!/bin/sh\necho "{name} $*" >> "{calls}"\nexit {code}\n')
+        path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def serve(checkout: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(checkout / "scripts" / "serve"), *args], capture_output=True,
+                          text=True, timeout=60, check=False, env={**os.environ, "VENV": str(venv)})
+
+
+def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
+    checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
+    (checkout / "scripts").mkdir(parents=True)
+    shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
+    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    fake_venv(venv, calls)
+
+    def run() -> list[str]:
+        calls.unlink(missing_ok=True)
+        done = serve(checkout, venv, "--http-port", "0")
+        assert done.returncode == 0, done.stderr
+        return calls.read_text().splitlines()
+
+    install = "python -m pip install --quiet -e .[sdk]"
+    assert run() == ["python -m pip install --quiet --upgrade pip", install,
+                     "tooltrail serve --http-port 0"]
+    assert run() == ["tooltrail serve --http-port 0"]  # a restart: nothing installed
+    with (checkout / "pyproject.toml").open("a") as pyproject:
+        pyproject.write("# a new dependency, say\n")
+    assert install in run()
+    assert run() == ["tooltrail serve --http-port 0"]
+
+
+def test_a_failed_install_is_tried_again(tmp_path: Path) -> None:
+    checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
+    (checkout / "scripts").mkdir(parents=True)
+    shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
+    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    fake_venv(venv, calls, pip_fails=True)
+    for _ in range(2):
+        assert serve(checkout, venv).returncode != 0
+    assert calls.read_text().count("--upgrade pip") == 2
+    assert "tooltrail" not in calls.read_text()
