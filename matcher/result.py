@@ -117,6 +117,9 @@ class Result:
     reason: str
     differences: tuple[Difference, ...]
     counts: Counts
+    # the one-to-one pairing the scores count: (expected_index, actual_index, turn), indexed
+    # as in `Difference`
+    pairs: tuple[tuple[int, int, int | None], ...] = ()
 
     @property
     def paired_actual(self) -> int:
@@ -148,4 +151,7 @@ class Result:
             "reason": self.reason,
             "differences": [d.to_dict() for d in self.differences],
             "counts": self.counts.to_dict(),
+            "pairs": [
+                {"expected_index": j, "actual_index": a, "turn": t} for j, a, t in self.pairs
+            ],
         }

@@ -95,6 +95,7 @@ class ResultOut(BaseModel):
     reason: str
     differences: list[dict[str, Any]]
     counts: dict[str, Any] | None = None
+    pairs: list[dict[str, Any]] | None = None  # expected ↔ actual calls (matcher Result.pairs)
     scored_at: str | None
     current: bool | None = None
 
