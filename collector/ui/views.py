@@ -13,6 +13,7 @@ from typing import Any
 # kinds that are about one actual call, and those about the scope as a whole
 ON_ACTUAL = {"unexpected", "forbidden", "not_allowed"}
 LABELS = {
+    "allowed": "not paired",
     "missing": "missing",
     "unexpected": "extra",
     "argument": "wrong argument",
