@@ -79,6 +79,8 @@ def run(url: str, store: str, count: int, calls: int, runs: int, timeout: float)
                 "/ui/ (newest 50)": "/ui/",
                 "/ui/?passed=false": "/ui/?passed=false",
                 "/ui/?tool=search_kb&cursor (page 2)": "/ui/?tool=search_kb",
+                "/ui/?q=no-such-key (no match: reads every row)": "/ui/?q=no-such-key",
+                "/ui/?has_errors=true (no match)": "/ui/?has_errors=true",
                 f"/ui/conversations/{key} ({BIG} calls)": f"/ui/conversations/{key}",
                 "/ui/expectations/ui-bench-big": "/ui/expectations/ui-bench-big",
             }

@@ -19,6 +19,7 @@ from collector.api.deps import (
     parse_time,
     rfc3339,
 )
+from collector.api.errors import ApiError
 from collector.api.routes.jobs import job_out
 from collector.auth import ApiKeys, Forbidden, Unauthenticated
 from collector.store import queries, summary
@@ -87,10 +88,15 @@ def conversations_page(
         "passed": _flag(passed), "has_errors": _flag(has_errors),
         "since": since or None, "until": until or None,
     }  # fmt: skip
+    try:
+        before_id = decode_cursor(cursor)
+        since_ns, until_ns = _ns(since, "since"), _ns(until, "until")
+    except ApiError as exc:  # a hand-edited address: say what is wrong, as a page
+        return page(request, "missing.html", status=exc.status, what=exc.message)
     rows = queries.list_conversations(
         conn,
         limit=PAGE + 1,
-        before_id=decode_cursor(cursor),
+        before_id=before_id,
         service=f["service"],
         tool=f["tool"],
         agent=f["agent"],
@@ -98,8 +104,8 @@ def conversations_page(
         reason=f["reason"],
         passed=f["passed"],
         has_errors=f["has_errors"],
-        since_ns=_ns(since, "since"),
-        until_ns=_ns(until, "until"),
+        since_ns=since_ns,
+        until_ns=until_ns,
         key_contains=f["q"],
     )
     more = len(rows) > PAGE

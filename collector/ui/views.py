@@ -14,6 +14,7 @@ from typing import Any
 ON_ACTUAL = {"unexpected", "forbidden", "not_allowed"}
 LABELS = {
     "allowed": "not paired",
+    "unpaired": "not paired",
     "missing": "missing",
     "unexpected": "extra",
     "argument": "wrong argument",
@@ -44,7 +45,9 @@ class Row:
     def status(self) -> str:
         if self.differences:
             return str(self.differences[0]["kind"])
-        return "paired" if self.expected is not None else "allowed"
+        if self.expected is None:
+            return "allowed"  # an actual call the mode lets go unpaired
+        return "paired" if self.actual is not None else "unpaired"  # e.g. in a missing turn
 
 
 @dataclass

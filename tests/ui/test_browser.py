@@ -177,6 +177,8 @@ def test_filters_and_pagination(server: Server, browser: Any) -> None:
     assert list_keys(page) == []
     page.goto(server.base_url + "/ui/?since=2100-01-01T00:00")
     assert list_keys(page) == []
+    page.goto(server.base_url + "/ui/?since=yesterday")
+    assert "since: not an RFC 3339 time" in page.inner_text("h1")
     page.goto(server.base_url + "/ui/?until=2100-01-01T00:00&service=tooltrail-capture-pydantic-ai")
     assert list_keys(page) == [KEY]
     page.close()
