@@ -159,9 +159,8 @@ def conversation_page(key: str, request: Request, conn: ReadConn) -> HTMLRespons
         return page(request, "missing.html", status=404, what=f"No conversation {key!r}.")
     conversation = convert.conversation(row, queries.conversation_turns(conn, row["id"]))
     c = conversation.model_dump()
-    return page(
-        request, "conversation.html", c=c, verdicts=conversation_verdicts(conn, c, row["id"])
-    )
+    verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
+    return page(request, "conversation.html", c=c, verdicts=verdicts)
 
 
 @router.get("/ui/expectations")
