@@ -9,7 +9,8 @@ WIDTH, HEIGHT, LEFT, BOTTOM, TOP = 640, 200, 44, 28, 10
 
 
 def pass_rate_svg(buckets: list[dict[str, Any]], title: str) -> str:
-    """Bars of the pass rate per bucket (`start` label, `pass_rate`, `count`), 0–100%."""
+    """A bar per bucket (`start` label, `pass_rate`, `count`): green up to the pass rate, red
+    above it, so a bucket where nothing passed still shows."""
     if not buckets:
         return '<p class="muted">No result yet.</p>'
     plot_w, plot_h = WIDTH - LEFT - 8, HEIGHT - BOTTOM - TOP
@@ -34,8 +35,11 @@ def pass_rate_svg(buckets: list[dict[str, Any]], title: str) -> str:
         x = LEFT + slot * i + (slot - bar) / 2
         label = f"{b['start']}: {rate * 100:.1f}% of {b['count']} passed"
         parts.append(
-            f'<rect x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" '
-            f'height="{max(h, 0.5):.1f}" fill="#1a7f37"><title>{escape(label)}</title></rect>'
+            f'<g><title>{escape(label)}</title>'
+            f'<rect x="{x:.1f}" y="{TOP:.1f}" width="{bar:.1f}" height="{plot_h - h:.1f}" '
+            f'fill="#f4c7c3"/>'
+            f'<rect x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
+            f'fill="#1a7f37"/></g>'
         )
         if i % every == 0:
             parts.append(
