@@ -5,6 +5,7 @@ tool) and spans from the OpenTelemetry SDK (tests/spans.py)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from tests.ui.browser import artifacts, chromium
 CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "pydantic_ai" / "spans.otlp.pb"
 KEY = "conv-pydantic-ai-0001"
 HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=alert(1)>"
+LONG = "lorem ipsum " * 100  # a result long enough to be folded
 FILLER = 55  # more than one page (50) of conversations
 PB = {"content-type": "application/x-protobuf"}
 
@@ -46,18 +48,38 @@ HOSTILE_EXP = {"id": "hostile", "selector": {"conversation": "hostile-*"},
                "calls": [{"name": "search", "arguments": {"q": "<b>bold</b>"}}]}
 
 
+def requested_only(tp: Any) -> None:
+    """A turn whose model asked for `approve_refund`, which never ran (its request is only in
+    the chat span's gen_ai.output.messages), beside one executed call."""
+    tracer = tp.get_tracer("tests.ui")
+    part = {"type": "tool_call", "name": "approve_refund", "arguments": {"id": 7},
+            "id": "call_never"}
+    root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+            "gen_ai.conversation.id": "unexecuted-1"}
+    chat = {"gen_ai.operation.name": "chat",
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [part]}])}
+    with tracer.start_as_current_span("invoke_agent support", attributes=root), \
+            tracer.start_as_current_span("chat m", attributes=chat):
+        pass
+    agent_turn(tp, "unexecuted-1", [ToolStep("lookup", {"n": -1}, 0)])
+
+
 def ingest(server: Server) -> None:
     with server.client() as client:
         tp, exporter = capture()
-        agent_turn(tp, "hostile-1", [ToolStep("search", {"q": HOSTILE}, {"html": HOSTILE})])
+        agent_turn(tp, "hostile-1", [ToolStep("search", {"q": HOSTILE},
+                                              {"html": HOSTILE, "page": LONG})])
+        requested_only(tp)
         for i in range(FILLER):
             agent_turn(tp, f"filler-{i:03d}", [ToolStep("lookup", {"n": i}, i)])
         body = to_request(exporter.get_finished_spans()).SerializeToString()
         assert client.post("/v1/traces", content=body, headers=PB).status_code == 200
-        server.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == FILLER + 1,
+        server.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == FILLER + 2,
                         params={"limit": 100})  # stored before the capture: the capture is newest
         assert client.post("/v1/traces", content=CAPTURE.read_bytes(), headers=PB).status_code \
             == 200
+        bad = client.post("/v1/traces", content=b"\x0a\xff not protobuf", headers=PB)
+        assert bad.status_code == 400
         for exp in (FAILING, PASSING, HOSTILE_EXP):
             assert client.post("/api/v1/expectations", json=exp).status_code == 201
 
@@ -72,7 +94,7 @@ def scored(server: Server, key: str, n: int) -> list[dict[str, Any]]:
 def server(module_database_url: str) -> Iterator[Server]:
     with running_server(module_database_url) as s:
         ingest(s)
-        server_total = FILLER + 2
+        server_total = FILLER + 3
         s.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == server_total,
                    params={"limit": 100})
         scored(s, KEY, 2)
@@ -158,10 +180,17 @@ def test_filters_and_pagination(server: Server, browser: Any) -> None:
     assert len(first) == 50 and first[0] == KEY  # newest first: the capture came last
     page.get_by_role("link", name="older »").click()
     second = list_keys(page)
-    assert len(second) == FILLER + 2 - 50 and not set(first) & set(second)
+    assert len(second) == FILLER + 3 - 50 and not set(first) & set(second)
     assert page.get_by_role("link", name="older »").count() == 0
     page.get_by_role("link", name="« newest").click()
     assert list_keys(page) == first
+    for _ in range(40):  # by keyboard alone: Tab through the filters to the first row, Enter
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == KEY:
+            break
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/ui/conversations/{KEY}")
+    page.go_back()
     # the filter form, filled and submitted by keyboard
     page.get_by_label("Tool").fill("convert_currency")
     page.get_by_label("Tool").press("Enter")
@@ -196,9 +225,22 @@ def test_hostile_arguments_render_as_text(server: Server, browser: Any, shots: P
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("window.__pwned") is None and dialogs == []
     assert "<b>bold</b>" in page.inner_text("section.verdict")  # the expectation's value too
+    folded = page.locator("article.call details")  # the long result, folded
+    assert folded.count() == 1 and not folded.locator("pre").is_visible()
+    folded.locator("summary").focus()
+    page.keyboard.press("Enter")
+    assert folded.locator("pre").is_visible() and LONG.strip() in folded.inner_text()
     page.screenshot(path=str(shots / "hostile.png"), full_page=True)
+    page.goto(server.base_url + "/ui/conversations/unexecuted-1")
+    never = page.locator("article.call", has_text="approve_refund")
+    assert "requested, never executed" in never.inner_text()
+    assert "never executed" not in page.locator("article.call", has_text="lookup").inner_text()
     page.goto(server.base_url + "/ui/errors")
     assert page.inner_text("h1") == "Recent ingest errors"
+    with server.client() as client:
+        (error,) = client.get("/api/v1/ingest/errors").json()["data"]
+    row = page.locator("main tbody tr").inner_text()
+    assert error["message"] in row and error["kind"] in row
     page.goto(server.base_url + "/ui/jobs")
     assert "weather-then-time" in page.inner_text("main")  # the job its creation queued
     assert "done" in page.inner_text("main")
