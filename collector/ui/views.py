@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# kinds that are about one actual call, and those about the scope as a whole
+# kinds about one actual call even when they name an expected call's index, and kinds about
+# a scope as a whole (shown under its section, or under the verdict)
 ON_ACTUAL = {"unexpected", "forbidden", "not_allowed"}
+ON_SCOPE = {"count", "budget", "turn_missing", "turn_extra"}
 LABELS = {
     "allowed": "not paired",
     "unpaired": "not paired",
@@ -65,6 +67,11 @@ class Verdict:
     result: dict[str, Any]
     sections: list[Section]
     notes: list[dict[str, Any]]  # differences with no place in any section
+
+    @property
+    def unaligned(self) -> bool:
+        """Scored before results recorded their pairing: only differences can be placed."""
+        return self.result.get("pairs") is None
 
 
 def label(kind: str) -> str:
@@ -137,9 +144,7 @@ def verdict(
             elif isinstance(a, int) and 0 <= a < len(actual):
                 row = by_actual.get(a) or extra.setdefault(a, Row(None, None, actual[a], a))
                 row.differences.append(d)
-            elif d["kind"] in ("count", "budget", "turn_missing", "turn_extra") and per_turn:
-                if d.get("turn") != t:
-                    continue
+            elif per_turn and d["kind"] in ON_SCOPE:  # this turn's count or absence
                 notes.append(d)
             else:
                 continue
@@ -166,7 +171,3 @@ def steps(calls: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
             groups.append([call])
     return groups
 
-
-def pending(call: dict[str, Any]) -> bool:
-    """A call reported as still running (its span or event has not ended)."""
-    return call.get("status") == "pending"

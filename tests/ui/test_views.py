@@ -65,6 +65,21 @@ def test_turn_scope_indexes_the_turn() -> None:
     assert rows == [("paired", 0, 1), ("unexpected", None, 0)]
 
 
+def test_a_result_without_pairs_says_so() -> None:
+    turns = [[Call("a")]]
+    exp = parse_expectation({"id": "e", "calls": [{"name": "a"}, {"name": "b"}]})
+    (result,) = score(exp, Trajectory(turns))
+    old = {**result.to_dict(), "pairs": None, "expectation": "e", "expectation_version": 1,
+           "conversation": "k"}
+    v = verdict(exp.to_dict(), conversation(turns), old)
+    assert v.unaligned and not verdict(exp.to_dict(), conversation(turns), result.to_dict())\
+        .unaligned
+    assert [r.status for r in v.sections[0].rows] == ["unpaired", "missing", "allowed"]
+    html = render_report("r", [{"expectation": exp.to_dict(), "conversation": conversation(turns),
+                                "result": old}])
+    assert "only the differences are placed" in html
+
+
 class Texts(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
