@@ -7,6 +7,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
@@ -19,8 +20,12 @@ FOLD_LINES = 16
 
 
 def pretty(value: Any) -> str:
-    """Indented JSON (strings as JSON strings, so `"1"` and `1` differ)."""
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False, default=str)
+    """Indented JSON (strings as JSON strings, so `"1"` and `1` differ); orjson, as the
+    store's JSON, with the standard library for what it refuses (e.g. integers past 64 bits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
 def folds(text: str) -> bool:
