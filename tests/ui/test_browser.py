@@ -300,6 +300,9 @@ def test_signin_with_keys(tmp_path: Path, browser: Any) -> None:
         bare = httpx.get(base + "/ui/conversations/x", follow_redirects=False)
         assert bare.status_code == 303 and bare.headers["location"].startswith("/ui/signin")
         assert httpx.get(base + "/ui/static/ui.css").status_code == 200
+        for target in ("//evil.example/ui/", "https://evil.example/", "/api/v1/results"):
+            signed = httpx.post(base + "/ui/signin", data={"key": "read-key", "next": target})
+            assert signed.status_code == 303 and signed.headers["location"] == "/ui/", target
         context = browser.new_context()
         page = context.new_page()
         page.goto(base + "/ui/errors")
