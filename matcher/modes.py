@@ -24,8 +24,8 @@ class Unit:
     class: one is made per evaluation)."""
 
     __slots__ = (
-        "arg_den", "arg_num", "diffs", "lcs", "n_expected", "paired_actual", "paired_weight",
-        "pairs", "tools", "total_weight",
+        "arg_den", "arg_num", "diffs", "lcs", "matched", "n_expected", "paired_actual",
+        "paired_weight", "tools", "total_weight",
     )  # fmt: skip
 
     def __init__(self, n_expected: int = 0, total_weight: float = 0.0) -> None:
@@ -38,7 +38,9 @@ class Unit:
         self.lcs = 0
         self.n_expected = n_expected
         self.tools: dict[str, list[float]] = {}
-        self.pairs: list[tuple[int, int, int | None]] = []  # (expected, actual, turn)
+        # the pairing the scores count, kept as found (match_l, frame): `Result.pairs` reads it
+        # only when asked, so scoring pays one assignment for it
+        self.matched: tuple[Sequence[int], Frame] | None = None
 
 
 def _candidates(
@@ -148,22 +150,13 @@ def evaluate(
         start = chain if plan.order is None else ()
         match_l = max_matching(adj, n, plan.order, start)
     short = _tally(unit, plan, by_name, match_l)
-    unit.pairs = _pairs(match_l, frame)
+    unit.matched = (match_l, frame)
     shares = Shares(calls)
     if n or m:
         ctx = Differences(calls, expected, frame, by_name, adj, shares, plan.per_name)
         unit.diffs = _differences(ctx, mode, chain, blocks, match_l, path)
     _argument_score(unit, calls, plan, by_name, match_l, shares, short)
     return unit
-
-
-def _pairs(match_l: Sequence[int], frame: Frame) -> list[tuple[int, int, int | None]]:
-    """The pairing the scores count, as differences locate calls: (expected index, actual
-    index, the actual call's turn, else the frame's)."""
-    turns = frame.call_turns
-    if turns is None:
-        return [(j, a, frame.turn) for j, a in enumerate(match_l) if a >= 0]
-    return [(j, a, turns[a]) for j, a in enumerate(match_l) if a >= 0]
 
 
 def _augmentable(adj: Sequence[Sequence[int]], match_l: Sequence[int]) -> bool:
