@@ -173,9 +173,12 @@ def list_keys(page: Any) -> list[str]:
     return page.locator("table.conversations tbody tr td:first-child a").all_inner_texts()
 
 
-def test_filters_and_pagination(server: Server, browser: Any) -> None:
-    page = browser.new_page()
+def test_filters_and_pagination(server: Server, browser: Any, shots: Path) -> None:
+    page = browser.new_page(viewport={"width": 390, "height": 844})
     page.goto(server.base_url + "/ui/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1  # the table scrolls
+    page.screenshot(path=str(shots / "list-390.png"))
+    page.set_viewport_size({"width": 1280, "height": 900})
     first = list_keys(page)
     assert len(first) == 50 and first[0] == KEY  # newest first: the capture came last
     page.get_by_role("link", name="older »").click()
