@@ -213,6 +213,11 @@ def test_filters_and_pagination(server: Server, browser: Any, shots: Path) -> No
     assert list_keys(page) == []
     page.goto(server.base_url + "/ui/?since=yesterday")
     assert "since: not an RFC 3339 time" in page.inner_text("h1")
+    answer = page.goto(server.base_url + "/ui/?cursor=not-ours")
+    assert answer is not None and answer.status == 400
+    assert "not a cursor this API issued" in page.inner_text("h1")
+    answer = page.goto(server.base_url + "/ui/conversations/no-such")
+    assert answer is not None and answer.status == 404 and "no-such" in page.inner_text("h1")
     page.goto(server.base_url + "/ui/?until=2100-01-01T00:00&service=tooltrail-capture-pydantic-ai")
     assert list_keys(page) == [KEY]
     page.close()
@@ -244,6 +249,9 @@ def test_hostile_arguments_render_as_text(server: Server, browser: Any, shots: P
         (error,) = client.get("/api/v1/ingest/errors").json()["data"]
     row = page.locator("main tbody tr").inner_text()
     assert error["message"] in row and error["kind"] in row
+    page.goto(server.base_url + "/ui/expectations")
+    listed = page.locator("main tbody td:first-child a").all_inner_texts()
+    assert sorted(listed) == ["asks-the-weather", "hostile", "weather-then-time"]
     page.goto(server.base_url + "/ui/jobs")
     assert "weather-then-time" in page.inner_text("main")  # the job its creation queued
     assert "done" in page.inner_text("main")
