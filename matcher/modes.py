@@ -24,8 +24,8 @@ class Unit:
     class: one is made per evaluation)."""
 
     __slots__ = (
-        "arg_den", "arg_num", "diffs", "lcs", "n_expected", "paired_actual", "paired_weight",
-        "tools", "total_weight",
+        "arg_den", "arg_num", "diffs", "lcs", "matched", "n_expected", "paired_actual",
+        "paired_weight", "tools", "total_weight",
     )  # fmt: skip
 
     def __init__(self, n_expected: int = 0, total_weight: float = 0.0) -> None:
@@ -38,6 +38,9 @@ class Unit:
         self.lcs = 0
         self.n_expected = n_expected
         self.tools: dict[str, list[float]] = {}
+        # the pairing the scores count, kept as found (match_l, frame): `Result.pairs` reads it
+        # only when asked, so scoring pays one assignment for it
+        self.matched: tuple[Sequence[int], Frame] | None = None
 
 
 def _candidates(
@@ -147,6 +150,7 @@ def evaluate(
         start = chain if plan.order is None else ()
         match_l = max_matching(adj, n, plan.order, start)
     short = _tally(unit, plan, by_name, match_l)
+    unit.matched = (match_l, frame)
     shares = Shares(calls)
     if n or m:
         ctx = Differences(calls, expected, frame, by_name, adj, shares, plan.per_name)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from .explain import Frame
 
 _T = TypeVar("_T")
 
@@ -123,6 +127,23 @@ class Result:
     reason: str
     differences: tuple[Difference, ...]
     counts: Counts
+    # per evaluated list of expected calls, the matching the scores count (match_l: expected
+    # index -> actual index or -1) and the frame that locates its calls; read through `pairs`
+    matched: tuple[tuple[Sequence[int], Frame], ...] = field(
+        default=(), compare=False, repr=False
+    )
+
+    @property
+    def pairs(self) -> tuple[tuple[int, int, int | None], ...]:
+        """The one-to-one pairing the scores count: (expected_index, actual_index, turn),
+        indexed as in `Difference` (turn: the actual call's, else the scope's)."""
+        out = []
+        for match_l, frame in self.matched:
+            turns = frame.call_turns
+            for j, a in enumerate(match_l):
+                if a >= 0:
+                    out.append((j, a, turns[a] if turns is not None else frame.turn))
+        return tuple(out)
 
     @property
     def paired_actual(self) -> int:
@@ -154,4 +175,7 @@ class Result:
             "reason": self.reason,
             "differences": [d.to_dict() for d in self.differences],
             "counts": self.counts.to_dict(),
+            "pairs": [
+                {"expected_index": j, "actual_index": a, "turn": t} for j, a, t in self.pairs
+            ],
         }

@@ -199,10 +199,16 @@ def _result(
         "tools": tuple(per_tool),
     })  # fmt: skip
     passed = not diffs
+    matched: tuple[tuple[Sequence[int], Frame], ...]
+    if len(units) == 1:
+        found = units[0].matched
+        matched = () if found is None else (found,)
+    else:
+        matched = tuple(u.matched for u in units if u.matched is not None)
     return build(Result, {
         "scope": scope, "passed": passed, "score": 1.0 if passed else 0.0,
         "precision": precision, "recall": recall, "f1": f1,
         "argument_score": argument_score, "order_score": order_score,
         "reason": diffs[0].message if diffs else "", "differences": tuple(diffs),
-        "counts": counts,
+        "counts": counts, "matched": matched,
     })  # fmt: skip

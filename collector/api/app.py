@@ -26,6 +26,7 @@ from collector.receivers.grpc import GrpcReceiver
 from collector.store.db import WalCheckpointer, make_engine
 from collector.store.rows import prepare
 from collector.store.writer import Writer
+from collector.ui import routes as ui
 from collector.worker import Worker, WorkerConfig
 from collector.worker_process import WorkerProcess
 
@@ -114,6 +115,6 @@ def create_app(settings: Settings) -> FastAPI:
     openapi.install(app)
     app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
-    for module in (health, conversations, expectations, results, score, jobs):
+    for module in (health, conversations, expectations, results, score, jobs, ui):
         app.include_router(module.router)
     return app

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from collector.api.errors import error_body
 from collector.auth import ApiKeys, Forbidden, Unauthenticated
+from collector.ui import session
 
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc")
 OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
@@ -26,7 +27,9 @@ def permission_for(method: str, path: str) -> str | None:
         if method in ("GET", "HEAD") or path in STATELESS:
             return "read"
         return "write"
-    return None if path in OPEN_PATHS or path.startswith("/docs") else "read"
+    if path in OPEN_PATHS or path.startswith("/docs") or session.is_open(path):
+        return None
+    return "read"
 
 
 class ApiKeyMiddleware:
@@ -44,9 +47,15 @@ class ApiKeyMiddleware:
         if need is not None:
             headers = dict(scope.get("headers") or [])
             header = headers.get(b"authorization", b"").decode("latin-1") or None
+            page = session.is_page(scope["path"])
+            if header is None and page:
+                header = session.cookie_authorization(headers)
             try:
                 self.keys.check(header, need)
             except (Unauthenticated, Forbidden) as exc:
+                if page:  # a reader without a valid key gets the sign-in form, nothing else
+                    await session.signin_redirect(send, scope["path"], scope["query_string"])
+                    return
                 status = 401 if isinstance(exc, Unauthenticated) else 403
                 await _refuse(send, status, str(exc), otlp=need == "ingest")
                 return

@@ -130,6 +130,7 @@ class ResultOut(BaseModel):
     reason: str
     differences: list[DifferenceOut]
     counts: dict[str, Any] | None = None
+    pairs: list[dict[str, Any]] | None = None  # expected ↔ actual calls (matcher Result.pairs)
     scored_at: Timestamp | None
     current: bool | None = None
 

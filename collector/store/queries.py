@@ -40,20 +40,27 @@ def list_conversations(
     agent: str | None = None,
     passed: bool | None = None,
     expectation: str | None = None,
+    reason: str | None = None,
+    key_contains: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Conversations, newest first (by id), filtered."""
+    """Conversations, newest first (by id), filtered. `passed`, `expectation` and `reason`
+    ask for one current result having all of them."""
     c = conversations.c
     query = select(conversations).order_by(c.id.desc()).limit(limit)
     if agent is not None:
         query = query.where(json_list_contains(conn, c.agents, agent))
-    if passed is not None or expectation is not None:
+    if passed is not None or expectation is not None or reason is not None:
         r = results.c
         scored = select(r.id).where(r.conversation_id == c.id, counts())
         if passed is not None:
             scored = scored.where(r.passed == passed)
         if expectation is not None:
             scored = scored.where(r.expectation == expectation)
+        if reason is not None:
+            scored = scored.where(r.reason == reason)
         query = query.where(scored.exists())
+    if key_contains:
+        query = query.where(c.key.contains(key_contains, autoescape=True))
     if before_id is not None:
         query = query.where(c.id < before_id)
     if service is not None:
@@ -76,6 +83,22 @@ def list_conversations(
 def count_conversations(conn: Connection) -> int:
     """How many conversations are stored."""
     return int(conn.execute(select(func.count()).select_from(conversations)).scalar_one())
+
+
+def current_verdicts(
+    conn: Connection, conversation_ids: Sequence[int]
+) -> list[tuple[int, str, bool]]:
+    """(conversation id, expectation, passed) of the current results of some conversations,
+    by expectation (a multi-scope expectation has one row per scope instance)."""
+    if not conversation_ids:
+        return []
+    r = results.c
+    rows = conn.execute(
+        select(r.conversation_id, r.expectation, r.passed)
+        .where(r.conversation_id.in_(list(conversation_ids)), counts())
+        .order_by(r.conversation_id, r.expectation)
+    )
+    return [(cid, slug, bool(passed)) for cid, slug, passed in rows]
 
 
 def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
@@ -132,6 +155,13 @@ def latest_expectation(
     query = query.where(e.version == version) if version else query.order_by(e.version.desc())
     row = conn.execute(query.limit(1)).first()
     return None if row is None else dict(row._mapping)
+
+
+def expectation_versions(conn: Connection, slug: str) -> list[dict[str, Any]]:
+    """Every version of an expectation, newest first."""
+    e = expectations.c
+    rows = conn.execute(select(expectations).where(e.slug == slug).order_by(e.version.desc()))
+    return [dict(r._mapping) for r in rows]
 
 
 def list_expectations(

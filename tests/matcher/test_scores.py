@@ -135,7 +135,8 @@ def test_constraint_only_expectations() -> None:
 def test_result_to_dict_shape() -> None:
     d = run(names("a", "b", match="unordered"), calls("a")).to_dict()
     assert list(d) == ["scope", "passed", "score", "precision", "recall", "f1", "argument_score",
-                       "order_score", "reason", "differences", "counts"]  # fmt: skip
+                       "order_score", "reason", "differences", "counts", "pairs"]  # fmt: skip
+    assert d["pairs"] == [{"expected_index": 0, "actual_index": 0, "turn": 0}]
     assert d["counts"] == {
         "paired_actual": 1, "total_actual": 1, "paired_expected_weight": 1.0,
         "total_expected_weight": 2.0,

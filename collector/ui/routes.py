@@ -1,0 +1,258 @@
+"""The read-only pages under /ui/, reading through `collector.store.queries` and `summary`
+and converting rows to the REST shapes (`collector.api.convert`) the templates render."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from sqlalchemy import Connection
+
+from collector.api import convert
+from collector.api.deps import (
+    ReadConn,
+    State,
+    decode_cursor,
+    encode_cursor,
+    parse_time,
+    rfc3339,
+)
+from collector.api.errors import ApiError
+from collector.api.routes.jobs import job_out
+from collector.auth import ApiKeys, Forbidden, Unauthenticated
+from collector.store import jobs, queries, summary
+from collector.ui import session
+from collector.ui.chart import pass_rate_svg
+from collector.ui.templating import render, stylesheet
+from collector.ui.views import Verdict, verdict
+
+router = APIRouter(include_in_schema=False)
+PAGE = 50
+Text = Annotated[str | None, Query()]
+
+
+def page(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    signed_in = session.COOKIE in request.cookies
+    body = render(template, signed_in=signed_in, **context)
+    return HTMLResponse(body, status_code=status, headers={"cache-control": "no-store"})
+
+
+def _flag(value: str | None) -> bool | None:
+    return {"true": True, "false": False}.get((value or "").lower())
+
+
+def _ns(value: str | None, field: str) -> int | None:
+    seconds = parse_time(value or None, field)
+    return None if seconds is None else int(seconds * 1e9)
+
+
+@router.get("/", include_in_schema=False)
+def root() -> RedirectResponse:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get("/ui", include_in_schema=False)
+def ui_root() -> RedirectResponse:
+    return RedirectResponse("/ui/", status_code=307)
+
+
+@router.get("/ui/static/ui.css")
+def css() -> Response:
+    return PlainTextResponse(
+        stylesheet(), media_type="text/css", headers={"cache-control": "max-age=3600"}
+    )
+
+
+@router.get("/ui/")
+def conversations_page(
+    request: Request,
+    conn: ReadConn,
+    q: Text = None,
+    service: Text = None,
+    agent: Text = None,
+    tool: Text = None,
+    expectation: Text = None,
+    reason: Text = None,
+    passed: Text = None,
+    has_errors: Text = None,
+    since: Text = None,
+    until: Text = None,
+    cursor: Text = None,
+) -> HTMLResponse:
+    """Conversations newest first, filtered, with each one's current verdicts."""
+    f: dict[str, Any] = {
+        "q": q or None, "service": service or None, "agent": agent or None,
+        "tool": tool or None, "expectation": expectation or None, "reason": reason or None,
+        "passed": _flag(passed), "has_errors": _flag(has_errors),
+        "since": since or None, "until": until or None,
+    }  # fmt: skip
+    try:
+        before_id = decode_cursor(cursor)
+        since_ns, until_ns = _ns(since, "since"), _ns(until, "until")
+    except ApiError as exc:  # a hand-edited address: say what is wrong, as a page
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    rows = queries.list_conversations(
+        conn,
+        limit=PAGE + 1,
+        before_id=before_id,
+        service=f["service"],
+        tool=f["tool"],
+        agent=f["agent"],
+        expectation=f["expectation"],
+        reason=f["reason"],
+        passed=f["passed"],
+        has_errors=f["has_errors"],
+        since_ns=since_ns,
+        until_ns=until_ns,
+        key_contains=f["q"],
+    )
+    more = len(rows) > PAGE
+    rows = rows[:PAGE]
+    keys = {r["id"]: r["key"] for r in rows}
+    badges: dict[str, list[tuple[str, bool]]] = {}
+    verdicts: dict[tuple[str, str], bool] = {}
+    for cid, slug, ok in queries.current_verdicts(conn, list(keys)):
+        k = (keys[cid], slug)  # one badge per expectation: passed when every scope passed
+        verdicts[k] = verdicts.get(k, True) and ok
+    for (key, slug), ok in verdicts.items():
+        badges.setdefault(key, []).append((slug, ok))
+    params = {k: request.query_params[k] for k in request.query_params if k != "cursor"}
+    params = {k: v for k, v in params.items() if v}
+    next_url = None
+    if more:
+        next_url = "/ui/?" + urlencode({**params, "cursor": encode_cursor(rows[-1]["id"])})
+    first = ("/ui/?" + urlencode(params)) if cursor else None
+    return page(
+        request,
+        "list.html",
+        f=f,
+        rows=[{**convert.conversation_summary(r).model_dump(), "id": r["id"]} for r in rows],
+        badges=badges,
+        next_url=next_url,
+        first_page_url=first,
+    )
+
+
+def conversation_verdicts(
+    conn: Connection, conversation: dict[str, Any], conversation_id: int
+) -> list[Verdict]:
+    """The current results of a conversation, each aligned with its expectation version."""
+    out = []
+    definitions: dict[tuple[str, int], dict[str, Any]] = {}
+    for row in queries.conversation_results(conn, conversation_id, history=False):
+        result = convert.result(row, conversation["key"]).model_dump()
+        at = (row["expectation"], row["expectation_version"])
+        if at not in definitions:
+            found = queries.latest_expectation(conn, *at)
+            definitions[at] = found["body"] if found is not None else {}
+        out.append(verdict(definitions[at], conversation, result))
+    return out
+
+
+@router.get("/ui/conversations/{key:path}")
+def conversation_page(key: str, request: Request, conn: ReadConn) -> HTMLResponse:
+    """One conversation's turns and calls, beside every applicable verdict."""
+    row = queries.get_conversation(conn, key)
+    if row is None:
+        return page(request, "missing.html", status=404, what=f"No conversation {key!r}.")
+    conversation = convert.conversation(row, queries.conversation_turns(conn, row["id"]))
+    c = conversation.model_dump()
+    verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
+    return page(request, "conversation.html", c=c, verdicts=verdicts)
+
+
+@router.get("/ui/expectations")
+def expectations_page(request: Request, conn: ReadConn, cursor: Text = None) -> HTMLResponse:
+    rows = queries.list_expectations(
+        conn, include_inactive=True, limit=PAGE + 1, after_id=decode_cursor(cursor)
+    )
+    next_url = None
+    if len(rows) > PAGE:
+        next_url = "/ui/expectations?cursor=" + encode_cursor(rows[PAGE - 1]["id"])
+    return page(
+        request,
+        "expectations.html",
+        rows=[convert.expectation(r).model_dump() for r in rows[:PAGE]],
+        next_url=next_url,
+    )
+
+
+@router.get("/ui/expectations/{slug}")
+def expectation_page(
+    slug: str,
+    request: Request,
+    conn: ReadConn,
+    version: Annotated[int | None, Query(ge=1, le=2**31 - 1)] = None,
+    bucket: Text = None,
+) -> HTMLResponse:
+    """Definition, versions, pass rate over time, micro P/R/F1, per tool, failure reasons."""
+    row = queries.latest_expectation(conn, slug, version)
+    if row is None:
+        return page(request, "missing.html", status=404, what=f"No expectation {slug!r}.")
+    bucket = bucket if bucket in summary.BUCKETS else "1d"
+    figures = summary.expectation_summary(
+        conn, slug, since_ns=None, until_ns=None, bucket=bucket, version=version
+    )
+    buckets = [{**b, "start": rfc3339(b["start"])} for b in figures.get("buckets") or []]
+    versions = [
+        convert.expectation(v).model_dump() for v in queries.expectation_versions(conn, slug)
+    ]
+    bucket_name = {"1h": "hour", "1d": "day"}[bucket]
+    return page(
+        request,
+        "expectation.html",
+        e={**row, "created_at": rfc3339(row["created_at"])},
+        s=figures,
+        versions=versions,
+        bucket_name=bucket_name,
+        chart=pass_rate_svg(buckets, f"pass rate of {slug} per {bucket_name}"),
+    )
+
+
+@router.get("/ui/errors")
+def errors_page(request: Request, conn: ReadConn) -> HTMLResponse:
+    rows = [{**r, "at": rfc3339(r["at"])} for r in queries.recent_ingest_errors(conn, 200)]
+    return page(request, "errors.html", rows=rows)
+
+
+@router.get("/ui/jobs")
+def jobs_page(request: Request, conn: ReadConn) -> HTMLResponse:
+    rows = [job_out(r).model_dump() for r in jobs.list_jobs(conn, limit=100, before_id=None)]
+    return page(request, "jobs.html", rows=rows)
+
+
+@router.get("/ui/signin")
+def signin_form(request: Request, next: Text = None) -> HTMLResponse:
+    return page(request, "signin.html", next=session.safe_next(next), message=None)
+
+
+@router.post("/ui/signin", response_model=None)
+async def signin(request: Request, app: State) -> Response:
+    """Check the key can read, then keep it in the session cookie."""
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    key = (form.get("key") or [""])[0].strip()
+    target = session.safe_next((form.get("next") or [""])[0])
+    keys = ApiKeys.parse(app.settings.api_keys, app.settings.api_keys_file)
+    try:
+        keys.check(f"Bearer {key}" if key else None, "read")
+    except (Unauthenticated, Forbidden) as exc:
+        return page(request, "signin.html", status=401, next=target, message=str(exc))
+    response = RedirectResponse(target, status_code=303)
+    response.set_cookie(
+        session.COOKIE,
+        key,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path="/ui",
+    )
+    return response
+
+
+@router.post("/ui/signout")
+def signout() -> RedirectResponse:
+    response = RedirectResponse("/ui/signin", status_code=303)
+    response.delete_cookie(session.COOKIE, path="/ui", httponly=True, samesite="strict")
+    return response
