@@ -1,6 +1,8 @@
 """`tooltrail extract`: what each span contributed (or why not), and the resulting trajectory.
 
-    tooltrail extract FILE [--summary] [--json]        an OTLP/JSON or OTLP/protobuf request
+    tooltrail extract FILE [--summary] [--json]        an OTLP/JSON or OTLP/protobuf request,
+                                                       or ADK session events (JSON Lines,
+                                                       a JSON array, kagent rows)
     tooltrail extract --database-url URL --conversation KEY [--summary] [--json]
 
 A file is extracted exactly as the receivers would (same options); a stored conversation shows
@@ -23,6 +25,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.capture import adk_events
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
 from collector.model import Batch, ToolCall
@@ -35,7 +38,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", nargs="?", help="OTLP request: .json (OTLP/JSON) or protobuf (.gz ok)")
     p.add_argument("--database-url", help="read a stored conversation instead of a file")
-    p.add_argument("--conversation", help="the stored conversation's key")
+    p.add_argument("--conversation", help="the stored conversation's key (with FILE: the key "
+                   "of ADK events that carry no session id; default the file's name)")
     p.add_argument("--summary", action="store_true", help="one line per span, then trajectory")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
@@ -51,7 +55,7 @@ def main(argv: list[str]) -> int:
         if args.file and not args.database_url:
             options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
                                      keep_plumbing=args.keep_plumbing)
-            report = file_report(Path(args.file), options)
+            report = file_report(Path(args.file), options, args.conversation)
         elif args.database_url and args.conversation and not args.file:
             report = stored_report(args.database_url, args.conversation)
         else:
@@ -103,8 +107,18 @@ def _hex_ids_to_base64(value: Any) -> Any:
     return out
 
 
-def file_report(path: Path, options: ExtractOptions) -> dict[str, Any]:
-    """Extract a file span by span, then reconcile each turn."""
+def file_report(
+    path: Path, options: ExtractOptions, conversation: str | None = None
+) -> dict[str, Any]:
+    """Extract a file span by span (ADK events: event by event), then reconcile each turn."""
+    body = path.read_bytes()
+    if adk_events.looks_like_events(body):
+        reading = adk_events.read_events(body, conversation=conversation, fallback=path.stem,
+                                         options=options)
+        return {"source": str(path), "format": "adk_events", "event_count": len(reading.events),
+                "events": adk_events.notes_as_rows(reading.events),
+                "closing": reading.closing_line(),
+                "conversations": trajectory(reading.batch, {})}
     analysis = analyze(read_request(path), options, explain=True)
     batch = analysis.batch
     fates: dict[str, str] = {}
@@ -239,7 +253,11 @@ def vars_of(span: Any) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any], *, summary: bool) -> list[str]:
-    """The report as text: the span table, then the trajectory."""
+    """The report as text: the span (or ADK event) table, then the trajectory."""
+    if report.get("format") == "adk_events":
+        return [f"{report['source']}: {report['event_count']} ADK events", "",
+                *adk_events.table(report["events"], report["closing"]),
+                *render_conversations(report, summary=summary)]
     lines = [f"{report['source']}: {report['span_count']} spans", "",
              f"{'TRACE':8}  {'SPAN':16}  {'KIND':22}  {'SPAN NAME':34}  CONTRIBUTED (or why not)"]
     for s in report["spans"]:
@@ -255,6 +273,12 @@ def render(report: dict[str, Any], *, summary: bool) -> list[str]:
     for kind in ("rejected", "unextracted"):
         lines.extend(f"{kind}: {r['trace_id'][:8]} {r['span_id']} {r['name']!r}: {r['reason']}"
                      for r in report[kind])
+    return lines + render_conversations(report, summary=summary)
+
+
+def render_conversations(report: dict[str, Any], *, summary: bool) -> list[str]:
+    """The trajectory part of a report: conversations → turns → calls."""
+    lines: list[str] = []
     for conversation in report["conversations"]:
         lines += ["", f"conversation {conversation['key']!r}: {len(conversation['turns'])} turn(s)"]
         for i, turn in enumerate(conversation["turns"]):

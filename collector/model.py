@@ -32,6 +32,7 @@ class ToolCall:
     attributes: dict[str, Any] = field(default_factory=dict)
     step: int | None = None
     executed: bool = True  # False: the model requested it but no execution span was seen
+    source: str = "otel"  # provenance: otel | explicit | a2a | adk_events (collector.capture)
 
     def evolve(self, **changes: Any) -> ToolCall:
         """A copy with `changes` applied: `dataclasses.replace` without its per-call field
