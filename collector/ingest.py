@@ -271,6 +271,16 @@ class Ingest:
         started = time.perf_counter()
         batch, size = await self.offload.run(body, media, encoding)
         ticket.resize(size * MEMORY_PER_BYTE)
+        return await self._write(batch, transport, started)
+
+    async def store(self, batch: Batch, transport: str) -> IngestResult:
+        """Write a batch read by another way in (`collector.capture`: explicit calls, A2A
+        tasks, ADK events) exactly as `export` writes extracted spans: same sink, metrics and
+        answer, once committed. The caller holds the request's admission ticket."""
+        started = time.perf_counter()
+        return await self._write(self.offload.pipeline.prepare(batch), transport, started)
+
+    async def _write(self, batch: Prepared, transport: str, started: float) -> IngestResult:
         errors = [
             error_row(transport, kind, s.reason, s)
             for kind, spans in (("rejected_span", batch.rejected),

@@ -37,6 +37,7 @@ class ToolCallOut(BaseModel):
     end_time: str | None = None
     convention: str
     executed: bool = True
+    source: str = Field("otel", description="provenance: otel, explicit, a2a or adk_events")
 
 
 class TurnOut(BaseModel):
