@@ -165,6 +165,7 @@ def run_bench(target: str, argv: list[str]) -> int:
         "matcher": "matcher.bench",
         "ingest": "collector.bench.ingest",
         "scoring": "collector.bench.scoring",
+        "capture": "collector.bench.capture",
     }[target]
     result: int = importlib.import_module(module).main(argv)
     return result
@@ -191,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     report.add_argument("rest", nargs=argparse.REMAINDER)
     bench = sub.add_parser("bench", help="benchmarks")
-    bench.add_argument("target", choices=["matcher", "ingest", "scoring"])
+    bench.add_argument("target", choices=["matcher", "ingest", "scoring", "capture"])
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "bench":

@@ -20,15 +20,13 @@ bare or wrapped as `StreamResponse` (`{"task"|"artifactUpdate"|"statusUpdate"|"m
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from collector.capture.explicit import as_text
+from collector.capture.explicit import as_text, content_digest
 from collector.errors import InvalidPayload
-from collector.extract.values import canonical
 from collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
 
 SOURCE = "a2a"
@@ -262,8 +260,7 @@ def _call(turn: str, entry: dict[str, Any], start: int, seen: dict[str, int]) ->
     call_id = entry.get("id") or ""
     arguments = entry.get("arguments") or {}
     result, error = as_text(entry.get("result")), as_text(entry.get("error"))
-    digest = hashlib.sha256(canonical(
-        [call_id, entry["name"], arguments, result, error]).encode()).hexdigest()
+    digest = content_digest([call_id, entry["name"], arguments, result, error])
     n = seen[digest] = seen.get(digest, -1) + 1
     return ToolCall(
         trace_id=turn, span_id=f"a2a:{digest[:32]}#{n}", parent_span_id=None,

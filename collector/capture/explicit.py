@@ -18,9 +18,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from collector.capture.merge import position_key
 from collector.errors import InvalidPayload
-from collector.extract.values import canonical
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
 SOURCE = "explicit"
@@ -89,6 +90,15 @@ def _attributes(body: Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
+def content_digest(value: Any) -> str:
+    """A stable digest of a JSON value (sorted keys): what makes a resend store nothing new."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # integers past 64 bits
+        text = json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(text).hexdigest()
+
+
 def check_index(index: str) -> int:
     """A turn index from a path: a zero-based integer."""
     if not index.isdigit() or int(index) > MAX_INDEX:
@@ -116,8 +126,7 @@ def explicit_batch(conversation: str, index: int, body: Any, now_ns: int) -> Bat
     seen: dict[str, int] = {}
     out = []
     for i, c in enumerate(calls):
-        digest = hashlib.sha256(canonical(
-            [c["id"], c["name"], c["arguments"], c["result"], c["error"]]).encode()).hexdigest()
+        digest = content_digest([c["id"], c["name"], c["arguments"], c["result"], c["error"]])
         n = seen[digest] = seen.get(digest, -1) + 1
         start = now_ns + i * TICK_NS
         out.append(ToolCall(
