@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 
 from collector.api.errors import error_body
+from collector.api.schemas import ErrorBody
 from collector.capture import a2a, adk_events, explicit
 from collector.config import Settings
 from collector.errors import (
@@ -61,6 +62,14 @@ class CaptureAck(BaseModel):
     warning: str = ""
 
 
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "not what the route reads; nothing stored"},
+    401: {"model": ErrorBody, "description": "keys are configured and none was given"},
+    403: {"model": ErrorBody, "description": "the key has no ingest role"},
+    413: {"model": ErrorBody, "description": "body over the request limit"},
+    415: {"model": ErrorBody, "description": "content type not accepted"},
+    503: {"model": ErrorBody, "description": "ingest queue full or store down; retry"},
+}
 EXPLICIT_BODY = {
     "type": "object", "required": ["calls"], "additionalProperties": False,
     "properties": {
@@ -147,9 +156,8 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
         summary="Record a turn's tool calls explicitly (ArkSim's AgentResponse.tool_calls)",
         openapi_extra={"requestBody": {"required": True, "content": {
             "application/json": {"schema": EXPLICIT_BODY}}}},
-        responses={400: {"description": "a field rule broken (details.field names it)"},
-                   413: {"description": "body over the request limit"},
-                   503: {"description": "ingest queue full or store down; retry"}},
+        responses={**REFUSALS, 400: {"model": ErrorBody, "description":
+                                     "a field rule broken (details.field names it)"}},
     )
     async def explicit_calls(key: str, index: str, request: Request) -> JSONResponse:
         """Explicit calls of turn `index` (zero-based, by start order), merged with the traced
@@ -169,6 +177,7 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
         summary="Record ADK session events (JSON Lines, kagent rows, or a JSON array)",
         openapi_extra={"requestBody": {"required": True, "content": {
             t: {"schema": {"type": "string"}} for t in (*LINE_TYPES, *JSON_TYPES)}}},
+        responses=REFUSALS,
     )
     async def adk(key: str, request: Request) -> JSONResponse:
         """ADK events of conversation `key`: each invocation is a turn; seed 004's rules."""
@@ -185,6 +194,7 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
         summary="Record an A2A Task's tool-call-capture artifacts (or a stream ending in it)",
         openapi_extra={"requestBody": {"required": True, "content": {
             t: {"schema": {"type": "object"}} for t in (*JSON_TYPES, *LINE_TYPES)}}},
+        responses=REFUSALS,
     )
     async def a2a_tasks(request: Request, conversation: str | None = None) -> JSONResponse:
         """Tasks (each a turn of its contextId, or of `conversation`), extension
