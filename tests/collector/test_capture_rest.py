@@ -154,3 +154,28 @@ def test_capture_above_the_request_limit_is_413(
         key = big.split("/")[4] if "conversations" in big else "big-3"
         assert client.get(f"/api/v1/conversations/{key}",
                           headers=bearer("read-key")).status_code == 404
+
+
+def test_capture_backpressure_refuses_retryably_and_loses_no_acknowledged_call(
+    database_url: str,
+) -> None:
+    """Above the ingest budget a capture gets 503 + Retry-After (nothing stored of it); every
+    capture answered 200 is committed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    calls = [{"name": "search", "arguments": {"q": "x" * 100, "i": i}} for i in range(300)]
+    body = json.dumps({"calls": calls}).encode()
+    with running_server(database_url, "--max-queue-bytes", str(len(body) * 4)) as s:
+        def send(i: int) -> httpx.Response:
+            with s.client() as client:
+                return client.post(f"/api/v1/conversations/bp-{i}/turns/0/calls", content=body,
+                                   headers={"content-type": "application/json"})
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(send, range(24)))
+    codes = [a.status_code for a in answers]
+    assert set(codes) <= {200, 503} and 200 in codes and 503 in codes, codes
+    assert all(a.headers["retry-after"].isdigit() for a in answers if a.status_code == 503)
+    assert count(database_url) == 300 * codes.count(200)
