@@ -15,7 +15,8 @@
 Each task is one turn (`a2a:{conversation}:{task id}`); its conversation is the task's
 `contextId` unless the caller names one. Input: the JSON of the A2A types (v1 protobuf JSON,
 camelCase or snake_case; v0.3 objects with `kind`), one object, a JSON array or JSON Lines,
-bare or wrapped as `StreamResponse` (`{"task"|"artifactUpdate"|"statusUpdate"|"message": …}`).
+bare, wrapped as `StreamResponse` (`{"task"|"artifactUpdate"|"statusUpdate"|"message": …}`),
+or as the `result` of JSON-RPC responses (a dumped stream).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def parse_stream(body: bytes | str) -> list[dict[str, Any]]:
 
 def _kind(value: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """(task | artifact | status | message, the event itself)."""
+    if "jsonrpc" in value and isinstance(value.get("result"), dict):  # a JSON-RPC response
+        value = value["result"]
     if len(value) == 1:
         ((key, inner),) = value.items()
         if key in WRAPPERS and isinstance(inner, dict):
@@ -176,10 +179,12 @@ class _Reader:
         task_id = event.get("id")
         if not isinstance(task_id, str) or not task_id:
             raise BadTask(f"{where}: a Task needs an id")
-        task = self._task(task_id, _get(event, "contextId", "context_id"), where,
-                          _timestamp_ns(event))
+        context = _get(event, "contextId", "context_id")
+        task = self._task(task_id, context, where, _timestamp_ns(event))
         task.calls.clear()  # the snapshot is authoritative over what was streamed
         task.skipped.clear()
+        if not self.conversation and isinstance(context, str) and context.strip():
+            task.conversation = context
         artifacts = event.get("artifacts") or []
         if not isinstance(artifacts, list):
             raise BadTask(f"{where}: Task.artifacts must be a list")

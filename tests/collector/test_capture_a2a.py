@@ -169,3 +169,15 @@ def test_bad_bodies_are_400_and_store_nothing(server: Server, body: bytes, messa
     assert answer.status_code == 400, answer.text
     assert message in answer.json()["error"]["message"]
     assert conversations() == before
+
+
+def test_json_rpc_responses_of_a_dumped_stream_are_read() -> None:
+    from collector.capture.a2a import read_tasks
+
+    events = [update("task-r", [A, B]),
+              StreamResponse(task=task("task-r", "a2a-rpc", [artifact("tools", [B])]))]
+    body = "\n".join(json.dumps({"jsonrpc": "2.0", "id": 7, "result": MessageToDict(e)})
+                     for e in events)
+    reading = read_tasks(body)
+    assert [(c.call_id, c.source) for c in reading.batch.calls] == [("b", "a2a")]
+    assert [i.conversation_key for i in reading.batch.traces] == ["a2a-rpc"]
