@@ -138,6 +138,8 @@ def merged_rows(
     out = []
     for stored, explicit in logical_turns([(row["id"], row["turn_key"]) for row in turn_rows]):
         row = dict(by_id[stored if stored is not None else explicit])
+        if stored is not None and explicit is not None:  # the agents both sides name
+            row["agents"] = sorted({*(row["agents"] or ()), *(by_id[explicit]["agents"] or ())})
         row["tool_calls"] = merge_calls(
             calls.get(stored, []) if stored is not None else [],
             calls.get(explicit, []) if explicit is not None else [], ROW_ACCESS)

@@ -97,6 +97,15 @@ def test_explicit_first_then_spans(server: Server) -> None:
     assert merged["turns"][0]["agents"] == ["support"]
 
 
+def test_merged_turn_names_the_agents_of_both(server: Server) -> None:
+    send_turn(server, "cap-agents", TRACED)
+    wait_turns(server, "cap-agents", lambda t: len(t) == 1 and len(t[0]) == 3)
+    assert post_calls(server, "cap-agents", 0, {**EXPLICIT, "agent": "billing"}).status_code == 200
+    with server.client() as client:
+        (turn,) = client.get("/api/v1/conversations/cap-agents").json()["turns"]
+    assert turn["agents"] == ["billing", "support"]
+
+
 def test_spans_first_then_explicit(server: Server) -> None:
     send_turn(server, "cap-second", TRACED)
     wait_turns(server, "cap-second", lambda t: len(t) == 1 and len(t[0]) == 3)
