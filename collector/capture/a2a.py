@@ -29,6 +29,7 @@ from typing import Any
 from collector.capture.explicit import as_text, content_digest
 from collector.errors import InvalidPayload
 from collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
+from collector.store.rows import short_key
 
 SOURCE = "a2a"
 URI = "https://arksim.arklex.ai/a2a/tool-call-capture/v1"
@@ -227,7 +228,7 @@ class _Reader:
         infos: list[TraceInfo] = []
         skipped: list[Skipped] = []
         for task_id, task in self.tasks.items():
-            turn = f"{TURN_PREFIX}{task.conversation}:{task_id}"
+            turn = short_key(f"{TURN_PREFIX}{task.conversation}:{task_id}")
             seen: dict[str, int] = {}
             for i, entry in enumerate(task.calls):
                 calls.append(_call(turn, entry, task.start_ns + i * TICK_NS, seen))

@@ -35,6 +35,7 @@ from collector.errors import InvalidPayload
 from collector.extract import ExtractOptions, is_plumbing
 from collector.extract.values import as_arguments, clean_id, unwrap_result
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from collector.store.rows import short_key
 
 SOURCE = "adk_events"  # ToolCall.source and .convention of every call read here
 TURN_PREFIX = "adk:"
@@ -275,7 +276,7 @@ class _Reader:
         conversation = self.conversation or record.session_id or self.fallback
         if not conversation:
             raise BadEvents(f"event {index}: no session id; give the conversation key")
-        turn_key = f"{TURN_PREFIX}{conversation}:{invocation or '-'}"
+        turn_key = short_key(f"{TURN_PREFIX}{conversation}:{invocation or '-'}")
         event_id = str(event.get("id") or f"event-{index}")
         filtered: list[str] = []
         j = 0

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from collector.extract.values import canonical
+from collector.store.rows import short_key
 from matcher import Call
 
 POSITION_PREFIX = "turn#"
@@ -31,8 +32,9 @@ K = TypeVar("K")
 
 
 def position_key(conversation: str, index: int) -> str:
-    """The turn key of the explicit calls of turn `index` of `conversation`."""
-    return f"{POSITION_PREFIX}{index}:{conversation}"
+    """The turn key of the explicit calls of turn `index` of `conversation` (short enough to
+    index, as the writer keys turns; the position stays readable in its prefix)."""
+    return short_key(f"{POSITION_PREFIX}{index}:{conversation}")
 
 
 def position_of(turn_key: str) -> int | None:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from sqlalchemy import func, select
@@ -179,3 +180,25 @@ def test_capture_backpressure_refuses_retryably_and_loses_no_acknowledged_call(
     assert set(codes) <= {200, 503} and 200 in codes and 503 in codes, codes
     assert all(a.headers["retry-after"].isdigit() for a in answers if a.status_code == 503)
     assert count(database_url) == 300 * codes.count(200)
+
+
+def test_long_conversation_keys_are_stored_on_every_route(server: Server) -> None:
+    """Turn keys longer than an index holds are shortened as the writer shortens keys; the
+    route must not fail (a retryable 503 for a request that can never succeed)."""
+    key = "long-" + "k" * 600
+    a2a_task = json.loads(ROUTES[2][2])
+    with server.client() as client:
+        for path, media, body in (
+            (f"/api/v1/conversations/{key}/turns/0/calls", "application/json", ROUTES[0][2]),
+            (f"/api/v1/conversations/{key}/adk-events", "application/x-ndjson", ROUTES[1][2]),
+            (f"/api/v1/a2a/tasks?conversation={key}", "application/json",
+             json.dumps(a2a_task).encode()),
+        ):
+            answer = client.post(path, content=body, headers={"content-type": media})
+            assert answer.status_code == 200, (path[:40], answer.text)
+        listed = client.get("/api/v1/conversations", params={"limit": 1000}).json()["data"]
+        (stored,) = [c["key"] for c in listed if c["key"].startswith("long-")]
+        conversation = client.get(f"/api/v1/conversations/{quote(stored)}").json()
+    # the ADK session's two turns (the explicit turn 0 joins the first), then the A2A task
+    assert [[c["source"] for c in t["tool_calls"]] for t in conversation["turns"]] == [
+        ["adk_events", "adk_events", "explicit"], ["adk_events", "adk_events"], ["a2a"]]
