@@ -21,11 +21,11 @@ or as the `result` of JSON-RPC responses (a dumped stream).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from collector.capture import body as body_json
 from collector.capture.explicit import as_text, content_digest
 from collector.errors import InvalidPayload
 from collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
@@ -87,13 +87,13 @@ def parse_stream(body: bytes | str) -> list[dict[str, Any]]:
         raise BadTask(f"the body must be UTF-8 JSON: {exc}") from exc
     items: list[tuple[str, Any]]
     try:
-        whole = json.loads(text)
+        whole = body_json.loads(text)
     except ValueError:
         items = []
         for n, line in enumerate(text.splitlines(), 1):
             if line.strip():
                 try:
-                    items.append((f"line {n}", json.loads(line)))
+                    items.append((f"line {n}", body_json.loads(line)))
                 except ValueError as exc:
                     raise BadTask(f"line {n}: not JSON: {exc}") from exc
     else:

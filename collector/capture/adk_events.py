@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collector.capture import body as body_json
 from collector.errors import InvalidPayload
 from collector.extract import ExtractOptions, is_plumbing
 from collector.extract.values import as_arguments, clean_id, unwrap_result
@@ -124,7 +125,7 @@ def parse_events(body: bytes | str) -> list[Record]:
     whole: Any = None
     if stripped[0] in "[{":
         try:
-            whole = json.loads(stripped)
+            whole = body_json.loads(stripped)
         except ValueError:
             whole = None
     if isinstance(whole, list):
@@ -141,7 +142,7 @@ def parse_events(body: bytes | str) -> list[Record]:
             if not line.strip():
                 continue
             try:
-                items.append((f"line {n}", json.loads(line)))
+                items.append((f"line {n}", body_json.loads(line)))
             except ValueError as exc:
                 raise BadEvents(f"line {n}: not JSON: {exc}") from exc
     return [_record(value, where) for where, value in items]
@@ -161,7 +162,7 @@ def _record(value: Any, where: str) -> Record:
 def _event_of(data: Any, where: str) -> dict[str, Any]:
     if isinstance(data, str | bytes):
         try:
-            data = json.loads(data)
+            data = body_json.loads(data)
         except ValueError as exc:
             raise BadEvents(f"{where}: not JSON: {exc}") from exc
     if not isinstance(data, dict):

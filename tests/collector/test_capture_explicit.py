@@ -219,3 +219,16 @@ def test_merged_turn_is_scored_and_filtered_by_source(server: Server) -> None:
                                                     params={"source": "otel"}).json()["data"]}
     assert {"cap-score", "cap-first", "cap-json"} <= keys
     assert "cap-json" not in traced_only and "cap-score" in traced_only
+
+
+def test_nul_characters_are_replaced_as_in_otlp_strings(server: Server) -> None:
+    """PostgreSQL text and JSON cannot hold NUL: replaced by U+FFFD (as OTLP strings are),
+    never a failed write answered with a retryable 503."""
+    body = {"calls": [{"id": "n\u00001", "name": "x\u0000y", "arguments": {"k\u0000": "\u0000"},
+                       "result": "r\u0000", "error": None}]}
+    answer = post_calls(server, "cap-nul", 0, body)
+    assert answer.status_code == 200, answer.text
+    with server.client() as client:
+        (call,) = client.get("/api/v1/conversations/cap-nul").json()["turns"][0]["tool_calls"]
+    assert (call["name"], call["call_id"], call["arguments"], call["result"]) == (
+        "x\ufffdy", "n\ufffd1", {"k\ufffd": "\ufffd"}, "r\ufffd")

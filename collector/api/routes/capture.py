@@ -10,7 +10,6 @@ routes need only the `ingest` role (`is_capture_path`).
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -26,6 +25,7 @@ from starlette.requests import ClientDisconnect
 from collector.api.errors import error_body
 from collector.api.schemas import ErrorBody
 from collector.capture import a2a, adk_events, explicit
+from collector.capture import body as body_json
 from collector.config import Settings
 from collector.errors import (
     InvalidPayload,
@@ -96,7 +96,7 @@ def _media(request: Request, allowed: tuple[str, ...]) -> str:
 
 def _json(body: bytes) -> Any:
     try:
-        return json.loads(body)
+        return body_json.loads(body)
     except ValueError as exc:
         raise explicit.BadCall("body", f"not JSON: {exc}") from exc
 
