@@ -332,6 +332,7 @@ REGISTRY.add_bench("matcher", "matcher.bench")
 REGISTRY.add_bench("ingest", "collector.bench.ingest")
 REGISTRY.add_bench("scoring", "collector.bench.scoring")
 REGISTRY.add_bench("ui", "collector.bench.ui")
+REGISTRY.add_bench("capture", "collector.bench.capture")
 REGISTRY.add(Program("extract", "show what each span (or event) contributed, and why not",
                      "collector.extract_report:main"))
 

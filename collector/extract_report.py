@@ -239,12 +239,12 @@ def span_row(n: SpanNote, depth: int) -> dict[str, Any]:
 def call_row(c: ToolCall) -> dict[str, Any]:
     return {"name": c.name, "arguments": c.arguments, "result": c.result, "error": c.error,
             "call_id": c.call_id, "step": c.step, "executed": c.executed, "span_id": c.span_id,
-            "convention": c.convention}
+            "convention": c.convention, "source": c.source}
 
 
 def stored_call(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in ("name", "arguments", "result", "error", "call_id", "step",
-                                    "executed", "span_id", "convention")}
+                                    "executed", "span_id", "convention", "source")}
 
 
 def vars_of(span: Any) -> dict[str, Any]:

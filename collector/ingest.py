@@ -303,12 +303,30 @@ class Ingest:
         """Decode, read, write and answer one request body of `signal` (admitted with
         `ticket`)."""
         started = time.perf_counter()
-        reader = READERS[signal]
         batch, size, records = await self.offload.run(body, media, encoding, signal)
         ticket.resize(size * MEMORY_PER_BYTE)
+        reader = READERS[signal]
+        return await self._write(batch, transport, started, signal, records, reader.noun,
+                                 reader.error_kind)
+
+    async def store(self, batch: Batch, transport: str) -> IngestResult:
+        """Write a batch read by another way in (`collector.capture`: explicit calls, A2A
+        tasks, ADK events) exactly as `export` writes extracted spans: same sink, metrics and
+        answer, once committed. The caller holds the request's admission ticket."""
+        started = time.perf_counter()
+        prepared = self.offload.pipeline.prepare(batch)
+        return await self._write(prepared, transport, started, "capture", len(batch.calls),
+                                 "calls", "rejected_call")
+
+    async def _write(
+        self, batch: Prepared, transport: str, started: float, signal: str, records: int,
+        noun: str, error_kind: str,
+    ) -> IngestResult:
+        """Write and count a prepared batch; `signal` labels its `records` on /metrics
+        (`capture` for calls recorded by collector.capture); `noun` names them in answers."""
         errors = [
             error_row(transport, kind, s.reason, s)
-            for kind, spans in ((reader.error_kind, batch.rejected),
+            for kind, spans in ((error_kind, batch.rejected),
                                 ("unextracted", batch.unextracted))
             for s in spans[:MAX_ERROR_ROWS]
         ]
@@ -326,7 +344,7 @@ class Ingest:
         for kind, n in batch.lossy:
             m.lossy_values.labels(kind).inc(n)
         m.ingest_seconds.labels(transport).observe(time.perf_counter() - started)
-        return result_of(batch, reader.noun)
+        return result_of(batch, noun)
 
 
 def outcome_of(exc: Exception) -> str:

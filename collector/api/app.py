@@ -14,7 +14,7 @@ from collector.api import errors, openapi
 from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
 from collector.api.gauges import ExpectationGauges
-from collector.api.routes import conversations, expectations, health, jobs, results, score
+from collector.api.routes import capture, conversations, expectations, health, jobs, results, score
 from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
@@ -115,6 +115,7 @@ def create_app(settings: Settings) -> FastAPI:
     openapi.install(app)
     app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
+    app.include_router(capture.router(ingest, settings))
     for module in (health, conversations, expectations, results, score, jobs, ui):
         app.include_router(module.router)
     return app

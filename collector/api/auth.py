@@ -11,6 +11,7 @@ from google.rpc import code_pb2, status_pb2
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from collector.api.errors import error_body
+from collector.api.routes.capture import is_capture_path
 from collector.auth import ApiKeys, Forbidden, Unauthenticated
 from collector.ui import session
 
@@ -21,7 +22,7 @@ STATELESS = ("/api/v1/score", "/api/v1/expectations:validate")
 
 def permission_for(method: str, path: str) -> str | None:
     """What a request needs: `ingest`, `read`, `write`, or None for open paths."""
-    if path in OTLP_PATHS:
+    if path in OTLP_PATHS or is_capture_path(method, path):
         return "ingest"
     if path.startswith("/api/"):
         if method in ("GET", "HEAD") or path in STATELESS:

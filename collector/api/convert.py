@@ -47,6 +47,7 @@ def tool_call(row: dict[str, Any]) -> ToolCallOut:
         end_time=rfc3339_ns(row["end_ns"]),
         convention=row["convention"],
         executed=row["executed"],
+        source=row.get("source") or "otel",
     )
 
 

@@ -59,6 +59,7 @@ class ToolCallOut(BaseModel):
     end_time: Timestamp | None = None
     convention: str
     executed: bool = True
+    source: str = Field("otel", description="provenance: otel, explicit, a2a or adk_events")
 
 
 class TurnOut(BaseModel):

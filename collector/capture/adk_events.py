@@ -31,8 +31,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collector.capture import body as body_json
 from collector.errors import InvalidPayload
 from collector.extract import ExtractOptions, is_plumbing
+from collector.extract.traces import derived_key
 from collector.extract.values import as_arguments, clean_id, unwrap_result
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
@@ -123,7 +125,7 @@ def parse_events(body: bytes | str) -> list[Record]:
     whole: Any = None
     if stripped[0] in "[{":
         try:
-            whole = json.loads(stripped)
+            whole = body_json.loads(stripped)
         except ValueError:
             whole = None
     if isinstance(whole, list):
@@ -140,7 +142,7 @@ def parse_events(body: bytes | str) -> list[Record]:
             if not line.strip():
                 continue
             try:
-                items.append((f"line {n}", json.loads(line)))
+                items.append((f"line {n}", body_json.loads(line)))
             except ValueError as exc:
                 raise BadEvents(f"line {n}: not JSON: {exc}") from exc
     return [_record(value, where) for where, value in items]
@@ -160,7 +162,7 @@ def _record(value: Any, where: str) -> Record:
 def _event_of(data: Any, where: str) -> dict[str, Any]:
     if isinstance(data, str | bytes):
         try:
-            data = json.loads(data)
+            data = body_json.loads(data)
         except ValueError as exc:
             raise BadEvents(f"{where}: not JSON: {exc}") from exc
     if not isinstance(data, dict):
@@ -275,7 +277,7 @@ class _Reader:
         conversation = self.conversation or record.session_id or self.fallback
         if not conversation:
             raise BadEvents(f"event {index}: no session id; give the conversation key")
-        turn_key = f"{TURN_PREFIX}{conversation}:{invocation or '-'}"
+        turn_key = derived_key(f"{TURN_PREFIX}{conversation}:{invocation or '-'}")
         event_id = str(event.get("id") or f"event-{index}")
         filtered: list[str] = []
         j = 0

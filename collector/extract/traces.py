@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,11 +45,26 @@ def key_problem(span: SpanView, extra_keys: Sequence[str]) -> str | None:
     found = conversation_source(span, extra_keys)
     if found is None:
         return None
-    size = len(found[0].encode())
+    return key_size_problem(found[0], f"conversation key ({found[1]})")
+
+
+def key_size_problem(key: str, what: str = "conversation key") -> str | None:
+    """Why `key` is too long to store as sent (every way in refuses it alike), or None."""
+    size = len(key.encode("utf-8", "surrogatepass"))
     if size > MAX_KEY_BYTES:
-        return (f"conversation key ({found[1]}) is {size} bytes of UTF-8; at most "
-                f"{MAX_KEY_BYTES} are stored")
+        return f"{what} is {size} bytes of UTF-8; at most {MAX_KEY_BYTES} are stored"
     return None
+
+
+def derived_key(key: str) -> str:
+    """A key tooltrail makes from others (the turn key of captured calls: a prefix, the
+    conversation key, an id) short enough to index and still unique: past MAX_KEY_BYTES it keeps
+    a prefix and its hash. Keys users send are never shortened (they are refused instead)."""
+    raw = key.encode("utf-8", "surrogatepass")
+    if len(raw) <= MAX_KEY_BYTES:
+        return key
+    digest = hashlib.sha256(raw).hexdigest()
+    return f"{raw[:MAX_KEY_BYTES - 80].decode('utf-8', 'ignore')}…sha256:{digest}"
 
 
 def conversation_key(span: SpanView, extra_keys: Sequence[str]) -> str | None:

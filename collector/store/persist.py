@@ -44,7 +44,7 @@ from collector.store.tables import conversations, ingest_errors, tool_calls, tur
 CALL_COLUMNS = ("conversation_id", "turn_id", *CALL_FIELDS)
 PG_CALL_TYPES = (  # the temporary table COPY fills, in CALL_COLUMNS order
     "bigint", "bigint", "text", "text", "text", "text", "text", "jsonb", "text", "jsonb", "text",
-    "text", "bigint", "bigint", "integer", "text", "boolean", "jsonb",
+    "text", "bigint", "bigint", "integer", "text", "boolean", "jsonb", "text",
 )
 IN_CHUNK = 900  # bound parameters per IN list (SQLite's limit is 32766)
 

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
+from collector.capture.merge import merged_rows
 from collector.extract.otlp import clean_text
 from collector.extract.reconcile import reconcile_rows
 from collector.store.jobs import create_job
@@ -42,6 +43,7 @@ def list_conversations(
     expectation: str | None = None,
     reason: str | None = None,
     key_contains: str | None = None,
+    source: str | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations, newest first (by id), filtered. `passed`, `expectation` and `reason`
     ask for one current result having all of them."""
@@ -75,6 +77,12 @@ def list_conversations(
         query = query.where(
             select(tool_calls.c.id)
             .where(tool_calls.c.conversation_id == c.id, tool_calls.c.name == tool)
+            .exists()
+        )
+    if source is not None:  # has a call of that provenance
+        query = query.where(
+            select(tool_calls.c.id)
+            .where(tool_calls.c.conversation_id == c.id, tool_calls.c.source == source)
             .exists()
         )
     return [dict(r._mapping) for r in conn.execute(query)]
@@ -118,7 +126,8 @@ def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
 
 def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str, Any]]:
     """The turns in start order, each with its tool calls reconciled (each call once, with its
-    step; a request never executed has `executed=False`) in (step, start) order."""
+    step; a request never executed has `executed=False`) in (step, start) order, explicit
+    calls merged into the turn at their position (`collector.capture.merge`)."""
     turn_rows = [
         dict(r._mapping)
         for r in conn.execute(
@@ -128,10 +137,7 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
         )
     ]
     rows = conn.execute(select(tool_calls).where(tool_calls.c.conversation_id == conversation_id))
-    calls = reconcile_rows(r._mapping for r in rows)
-    for row in turn_rows:
-        row["tool_calls"] = calls.get(row["id"], [])
-    return turn_rows
+    return merged_rows(turn_rows, reconcile_rows(r._mapping for r in rows))
 
 
 def conversation_results(

@@ -14,7 +14,7 @@ from collector.store.jsonio import capped_json
 CALL_FIELDS = (
     "trace_id", "span_id", "parent_span_id", "call_id", "name", "arguments", "arguments_raw",
     "result", "error", "status", "start_ns", "end_ns", "step", "convention", "executed",
-    "attributes",
+    "attributes", "source",
 )
 MAX_TEXT = 16 * 1024  # names, ids, error messages
 MAX_ARGUMENTS = 256 * 1024  # a tool call's arguments or result, as JSON
@@ -59,7 +59,7 @@ def call_row(call: ToolCall, counter: list[int]) -> tuple[Any, ...]:
         call.trace_id, call.span_id, call.parent_span_id, _text(call.call_id, counter),
         _text(call.name, counter), arguments, _text(call.arguments_raw, counter), result,
         _text(call.error, counter), call.status, call.start_ns, call.end_ns, call.step,
-        call.convention, call.executed, attributes,
+        call.convention, call.executed, attributes, call.source,
     )
 
 

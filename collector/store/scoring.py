@@ -21,6 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY
 
+from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
 from collector.extract.reconcile import Placed, place
 from collector.model import ToolCall
 from collector.store.bulk import insert_rows
@@ -223,13 +224,13 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
     Two queries for any number of conversations.
     """
     id_list = list(ids)
-    turn_order: dict[int, list[int]] = {cid: [] for cid in id_list}
-    for cid, tid in conn.execute(
-        select(turns.c.conversation_id, turns.c.id)
+    turn_order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in id_list}
+    for cid, tid, key in conn.execute(
+        select(turns.c.conversation_id, turns.c.id, turns.c.turn_key)
         .where(among(conn, turns.c.conversation_id, id_list))
         .order_by(turns.c.conversation_id, turns.c.start_ns, turns.c.id)
     ):
-        turn_order[cid].append(tid)
+        turn_order[cid].append((tid, key))
     t = tool_calls.c
     rows = conn.execute(
         select(
@@ -295,8 +296,12 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
         else:
             calls.append(call)
     by_turn = {turn: [_scored_call(p) for p in place(calls)] for turn, calls in per_turn.items()}
-    return {
-        cid: Trajectory(turns=[by_turn.get(tid, []) for tid in tids])
+    return {  # explicit calls join the turn at their position (collector.capture.merge)
+        cid: Trajectory(turns=[
+            merge_calls(by_turn.get(stored, []) if stored is not None else [],
+                        by_turn.get(explicit, []) if explicit is not None else [], CALL_ACCESS)
+            for stored, explicit in logical_turns(tids)
+        ])
         for cid, tids in turn_order.items()
     }
 

@@ -107,6 +107,8 @@ tool_calls = Table(
     Column("convention", Text, nullable=False),
     Column("executed", Boolean, nullable=False, default=True),
     Column("attributes", Json, nullable=False, default=dict),
+    # otel | explicit | a2a | adk_events (migration 0003; collector.capture)
+    Column("source", Text, nullable=False, server_default="otel"),
     UniqueConstraint("trace_id", "span_id", name="uq_tool_calls_span"),
     Index("ix_tool_calls_turn", "turn_id", "start_ns"),
     Index("ix_tool_calls_conversation", "conversation_id"),

@@ -33,6 +33,8 @@ def check_parser() -> argparse.ArgumentParser:
     p.add_argument("--input-format", choices=FORMATS, help="force the input format")
     p.add_argument("--format", choices=("table", "json", "github"), default="table")
     p.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
+    p.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report "
+                                                  "(each verdict with its aligned diff)")
     p.add_argument("--server", metavar="URL", help="score the conversations stored on a "
                                                    "running tooltrail instead of inputs")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
@@ -83,7 +85,7 @@ def run_check(argv: list[str]) -> int:
 
         try:
             report = check_remote(suite, args.server, wait=args.wait, api_key=args.api_key,
-                                  with_conversations=args.format == "json")
+                                  with_conversations=args.format == "json" or bool(args.html))
         except RemoteError as exc:
             return _error("check", str(exc))
     else:
@@ -94,8 +96,9 @@ def run_check(argv: list[str]) -> int:
         sources = list(expand(args.inputs))
         progress = _progress(len(sources))
         report = check_offline(suite, sources, options, forced=args.input_format,
-                               with_conversations=args.format == "json",
-                               with_results=args.format == "json" or bool(args.junit),
+                               with_conversations=args.format == "json" or bool(args.html),
+                               with_results=(args.format == "json" or bool(args.junit)
+                                             or bool(args.html)),
                                progress=progress)
         if progress:
             print(file=sys.stderr)
@@ -106,6 +109,13 @@ def run_check(argv: list[str]) -> int:
             Path(args.junit).write_bytes(junit(report))
         except OSError as exc:
             return _error("check", f"{args.junit}: cannot write JUnit XML: {exc}")
+    if args.html:
+        from collector.suites.report import html
+
+        try:
+            Path(args.html).write_text(html(report), encoding="utf-8")
+        except OSError as exc:
+            return _error("check", f"{args.html}: cannot write the HTML report: {exc}")
     return report.exit_code
 
 

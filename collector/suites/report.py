@@ -105,6 +105,24 @@ def document(report: Report) -> dict[str, Any]:
     }
 
 
+def html(report: Report) -> str:
+    """The `--html` report: every verdict with its aligned diff (collector.ui.report), and the
+    outcomes with no verdict to draw (no conversation matched, pending) in its summary."""
+    from collector.ui.report import render_report
+
+    definitions = {e.id: e.expectation.to_dict() for e in report.suite.entries}
+    items, other = [], []
+    for c in report.checks:
+        conversation = report.conversations.get(c.conversation or "")
+        if c.result is not None and conversation is not None:
+            items.append({"expectation": definitions[c.expectation], "conversation": conversation,
+                          "result": c.result})
+        else:
+            other.append({"expectation": c.expectation, "conversation": c.conversation,
+                          "status": c.status, "reason": c.reason})
+    return render_report(f"tooltrail check: {report.suite.name}", items, other)
+
+
 def _scores(check: Check) -> str:
     r = check.result
     scores = check.scores if r is None else (r["precision"], r["recall"], r["f1"],

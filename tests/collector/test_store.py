@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import func, inspect, select
+from sqlalchemy import Connection, func, inspect, select
 
 from collector.extract import extract
+from collector.model import Batch
 from collector.store.db import at_head, make_engine, migrate
 from collector.store.persist import write_batches
+from collector.store.rows import CALL_FIELDS
 from collector.store.tables import conversations, tool_calls, turns
 from tests.spans import ToolStep, agent_turn, capture, to_request
 
@@ -74,6 +76,47 @@ def test_one_transaction_many_requests(database_url: str) -> None:
     engine.dispose()
 
 
+def write_at_0001(conn: Connection, batch: Batch) -> None:
+    """A batch's rows in the schema of revision 0001 (today's writer also writes `source`)."""
+    (info,) = batch.traces
+    cid = conn.execute(conversations.insert().values(
+        key=info.conversation_key, first_seen=0.0, last_seen=0.0)).inserted_primary_key[0]
+    tid = conn.execute(turns.insert().values(
+        conversation_id=cid, turn_key=info.turn_key, trace_id=info.trace_id,
+        start_ns=info.start_ns, end_ns=info.end_ns, key_rank=info.key_rank,
+    )).inserted_primary_key[0]
+    names = [c for c in CALL_FIELDS if c != "source"]
+    conn.execute(tool_calls.insert(), [
+        {"conversation_id": cid, "turn_id": tid,
+         **{n: getattr(c, n) for n in names}} for c in batch.calls])
+
+
+def test_migration_0003_adds_source_and_marks_stored_calls_otel(database_url: str) -> None:
+    from alembic import command
+
+    from collector.store.db import alembic_config
+
+    config = alembic_config(database_url)
+    command.upgrade(config, "0002")
+    engine = make_engine(database_url)
+    tp, spans = capture()
+    agent_turn(tp, "conv-0003", [ToolStep("a", {"x": 1}, 1)])
+    with engine.begin() as conn:
+        write_at_0001(conn, extract(to_request(spans.get_finished_spans())))
+    assert "source" not in {c["name"] for c in inspect(engine).get_columns("tool_calls")}
+    command.upgrade(config, "head")
+    engine.dispose()
+    with engine.connect() as conn:
+        assert conn.execute(select(tool_calls.c.name, tool_calls.c.source)).all() == [("a", "otel")]
+    command.downgrade(config, "0002")
+    engine.dispose()
+    assert "source" not in {c["name"] for c in inspect(engine).get_columns("tool_calls")}
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(tool_calls)).scalar() == 1
+    command.upgrade(config, "head")
+    engine.dispose()
+
+
 def test_migration_0002_drops_the_tool_call_foreign_keys_and_keeps_the_rows(
     database_url: str,
 ) -> None:
@@ -87,7 +130,7 @@ def test_migration_0002_drops_the_tool_call_foreign_keys_and_keeps_the_rows(
     tp, spans = capture()
     agent_turn(tp, "conv-mig", [ToolStep("a", {"x": 1}, 1), ToolStep("b", {}, 2)])
     with engine.begin() as conn:
-        write_batches(conn, [extract(to_request(spans.get_finished_spans()))], time.time())
+        write_at_0001(conn, extract(to_request(spans.get_finished_spans())))
     assert len(inspect(engine).get_foreign_keys("tool_calls")) == 2
 
     command.upgrade(config, "head")

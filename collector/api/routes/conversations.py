@@ -52,6 +52,8 @@ def list_conversations(
         bool | None, Query(description="has a current result that passed / failed")
     ] = None,
     expectation: Annotated[str | None, Query(description="has a current result of it")] = None,
+    source: Annotated[str | None, Query(
+        description="has a call of this provenance: otel, explicit, a2a, adk_events")] = None,
 ) -> ConversationPage:
     """Conversations, newest first."""
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
@@ -67,6 +69,7 @@ def list_conversations(
         agent=agent,
         passed=passed,
         expectation=expectation,
+        source=source,
     )
     rows, next_cursor = page(rows, limit)
     return ConversationPage(
