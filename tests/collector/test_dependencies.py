@@ -40,7 +40,13 @@ def imports(path: Path) -> Iterator[tuple[str, bool]]:
             if isinstance(child, ast.Import):
                 yield from ((alias.name, lazy) for alias in child.names)
             elif isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
-                yield child.module, lazy
+                # `from opentelemetry import trace`: in a namespace package the name imported
+                # is the module that some distribution installs
+                top = importlib.util.find_spec(child.module)
+                if top is not None and top.origin is None:
+                    yield from ((f"{child.module}.{a.name}", lazy) for a in child.names)
+                else:
+                    yield child.module, lazy
             yield from walk(child, lazy or isinstance(
                 child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
 
@@ -74,10 +80,16 @@ def provider(module: str) -> str:
     """The distribution that installed `module` (for a namespace package: its first file)."""
     spec = importlib.util.find_spec(module)
     assert spec is not None, module
-    origin = spec.origin or next(
-        str(path) for place in spec.submodule_search_locations or []
-        for path in sorted(Path(place).iterdir()) if path.suffix == ".py")
-    return file_owners()[os.path.normpath(origin)]
+    if spec.origin is None:  # a namespace package: its files are in its subpackages
+        places = spec.submodule_search_locations or []
+        origin = next((str(path) for place in places for path in sorted(Path(place).iterdir())
+                       if path.suffix == ".py"), None)
+        if origin is None:
+            firsts = sorted(p for place in places for p in Path(place).iterdir()
+                            if (p / "__init__.py").exists())
+            return provider(f"{module}.{firsts[0].name}")
+        return file_owners()[os.path.normpath(origin)]
+    return file_owners()[os.path.normpath(spec.origin)]
 
 
 def closure(requirements: list[str], extras: frozenset[str] = frozenset()) -> set[str]:
