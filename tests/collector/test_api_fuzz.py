@@ -29,6 +29,9 @@ def test_schemathesis_finds_no_500_and_no_schema_violation(tmp_path: Path) -> No
             str(Path(sys.executable).with_name("schemathesis")), "run",
             f"{server.base_url}/openapi.json", "--checks", CHECKS, "--max-examples", "30",
             "--seed", "20261130", "--request-timeout", "20", "--no-color",
+            # bodies of the JSON Lines media types (capture routes) have no serializer in
+            # schemathesis: it filters them out; the checks themselves are not suppressed
+            "--suppress-health-check", "filter_too_much",
         ]
         run = subprocess.run(command, capture_output=True, text=True, timeout=600)
         assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
