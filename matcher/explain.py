@@ -1,4 +1,4 @@
-"""Differences and the one-sentence reasons (MATCHING.md, "Scores and the explanation").
+"""Differences and the one-sentence reasons (docs/matching.md, "Differences").
 
 Sentences count calls and turns from 1; structured fields index from 0.
 """

@@ -1,4 +1,4 @@
-"""The `$` operators of value specs (MATCHING.md, "Values")."""
+"""The `$` operators of value specs (docs/matching.md, "Values")."""
 
 from __future__ import annotations
 
