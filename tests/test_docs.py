@@ -102,6 +102,31 @@ def test_the_checker_finds_a_broken_link_and_a_missing_anchor(tmp_path: Path) ->
     assert [b.split(":")[0] for b in broken] == ["missing.md", "other.md#nowhere"]
 
 
+def named_paths(text: str) -> set[str]:
+    """Repository paths a document names in code spans (`collector/worker.py`,
+    `collector/api/app.py: create_app`), under a top-level folder of the repository."""
+    tops = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    out = set()
+    for span in re.findall(r"`([^`\n]+)`", FENCE.sub("", text)):
+        for token in re.split(r"[\s:,()]+", span):
+            head = token.split("/", 1)[0]
+            if "/" in token and head in tops and not re.search(r"[A-Z]{3,}|[{}*<>]", token):
+                out.add(token.rstrip("."))
+    return out
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_named_repository_path_exists(path: Path) -> None:
+    """ARCHITECTURE.md's "where to change what" and the references name files to touch: each
+    must exist, so that a rename cannot leave a newcomer following a dead path."""
+    named = named_paths(path.read_text(encoding="utf-8"))
+    ignored = set((ROOT / ".gitignore").read_text(encoding="utf-8").split())  # files you create
+    missing = sorted(p for p in named if not (ROOT / p).exists() and p not in ignored)
+    assert not missing, f"{path.relative_to(ROOT)} names missing paths: {missing}"
+    if path.name == "ARCHITECTURE.md":
+        assert len(named) >= 20
+
+
 def repository_files() -> list[Path]:
     """Every text file of the repository (not virtual environments, caches or .git)."""
     out = []
