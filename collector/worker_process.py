@@ -1,7 +1,7 @@
 """The embedded scoring worker of `tooltrail serve`, in a child process of its own.
 
 Scoring is CPU-bound Python: in a thread of the server it held the GIL the receivers and the
-writer need (ingest with scoring fell from ~28k to ~15k spans/s on SQLite). In a child process
+writer need (README, "Measured"). In a child process
 it runs on another core. The server supervises it: wakes it when an expectation or job is
 created, restarts it if it dies, stops it on shutdown, and adds its result and error counts to
 the server's own `/metrics`. The child exits by itself when the server is gone (SIGKILL gives

@@ -5,7 +5,7 @@ A pure library (no I/O). Parse an expectation with `parse_expectation` (or
 `trajectory_from_json` from a `/score` body), and `score` it: one `Result` per
 scope instance. `micro_summary` aggregates results (micro precision/recall/F1);
 `expectation_from_trajectory` turns a recorded trajectory into a golden
-expectation. The semantics are those of MATCHING.md; `python -m matcher.bench`
+expectation. The semantics are those of docs/matching.md; `python -m matcher.bench`
 measures the speed.
 """
 

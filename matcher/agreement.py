@@ -14,7 +14,7 @@ from .assign import optimal_assignment
 from .expected import ExpectedCall
 from .values import ABSENT_TEST, LITERAL_TEST, canon_scalar
 
-if TYPE_CHECKING:  # NumPy is imported on first use (above SMALL cells): ~14 MB per process
+if TYPE_CHECKING:  # NumPy is imported on first use (above SMALL cells): it costs memory
     import numpy as np
     from numpy.typing import NDArray
 

@@ -13,7 +13,7 @@ from itertools import permutations
 from math import perm
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # NumPy is imported where it is used: ~14 MB in each process otherwise
+if TYPE_CHECKING:  # NumPy is imported where it is used: else every process pays its memory
     import numpy as np
     from numpy.typing import NDArray
 
@@ -146,8 +146,8 @@ def optimal_assignment(
         return [(0, best)] if n == 1 else [(best, 0)]
     if perm(max(n, m), min(n, m)) <= _BRUTE_FORCE:
         return _tiny_assignment(scores, n, m)
-    # imported on first use: SciPy's optimize package costs ~50 MB of memory in every process
-    # that imports the matcher, and most trajectories never need it
+    # imported on first use: SciPy's optimize package costs memory in every process that
+    # imports the matcher, and most trajectories never need it
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 

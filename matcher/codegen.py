@@ -26,7 +26,7 @@ _GLOBALS: dict[str, Any] = {
 _FACTORIES: dict[str, Callable[..., Callable[..., Any]]] = {}
 _MAX_FACTORIES = 1024  # distinct shapes kept; the cache starts over beyond that
 # Larger specs are not compiled (their owners fall back to walking the tree): compiling
-# costs about 20 µs a line, and the cache must stay small (1,024 × 64 short lines: no key
+# costs time per line, and the cache must stay small (1,024 × 64 short lines: no key
 # or value of any size is ever part of a source).
 MAX_LINES = 64
 

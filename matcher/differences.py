@@ -15,7 +15,7 @@ from .types import Call
 
 
 class Differences:
-    """Builds the differences of one evaluation (MATCHING.md `differences`)."""
+    """Builds the differences of one evaluation (docs/matching.md, "Differences")."""
 
     def __init__(
         self,

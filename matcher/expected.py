@@ -70,7 +70,7 @@ class ExpectedCall:
         return fn  # type: ignore[no-any-return]
 
     def compatible(self, call: Call) -> bool:
-        """Name, arguments, error and result specs all hold (MATCHING.md `compatible`)."""
+        """Name, arguments, error and result specs all hold (docs/matching.md, "Expected calls")."""
         return call.name == self.name and self.compatible_same_name(call)
 
     def compatible_same_name(self, call: Call) -> bool:

@@ -1,4 +1,4 @@
-"""Differences and the one-sentence reasons (MATCHING.md, "Scores and the explanation").
+"""Differences and the one-sentence reasons (docs/matching.md, "Differences").
 
 Sentences count calls and turns from 1; structured fields index from 0.
 """
@@ -18,7 +18,7 @@ class Frame:
     """Where differences are found: a sentence prefix and how to find a call's turn.
 
     A plain class: one is made per scored scope, and a frozen dataclass's `__init__`
-    costs twice as much."""
+    costs more."""
 
     __slots__ = ("call_turns", "prefix", "turn")
 

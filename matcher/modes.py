@@ -122,7 +122,7 @@ def evaluate(
     path: str = "calls",
     by_name: dict[str, list[int]] | None = None,
 ) -> Unit:
-    """Score the plan's expected calls against `calls` in `mode` (MATCHING.md)."""
+    """Score the plan's expected calls against `calls` in `mode` (docs/matching.md, "Modes")."""
     expected = plan.calls
     n, m = len(calls), len(expected)
     if by_name is None:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 _T = TypeVar("_T")
 
-# Every kind of difference (MATCHING.md `differences`); the API documents this list.
+# Every kind of difference (docs/matching.md, "Differences"); the API documents this list.
 DifferenceKind = Literal[
     "missing", "unexpected", "argument", "order", "count", "forbidden", "not_allowed",
     "budget", "error", "result", "turn_missing", "turn_extra",

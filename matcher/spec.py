@@ -1,4 +1,4 @@
-"""Expectations: parse and validate the JSON/YAML form (MATCHING.md) into frozen specs.
+"""Expectations: parse and validate the JSON/YAML form (docs/matching.md) into frozen specs.
 
 Every problem raises `InvalidExpectation` naming the path of the bad field and why,
 e.g. `calls[2].arguments.amount: unknown operator $aprox`.

@@ -1,6 +1,6 @@
 """Value specs: literals, nested objects and lists, compiled once and matched fast.
 
-A spec is compiled from its JSON form (MATCHING.md, "Arguments" and "Values") into
+A spec is compiled from its JSON form (docs/matching.md, "Argument modes" and "Values") into
 a tree of `Spec` nodes. Every node has a fast `matches(value)` predicate, a
 `mismatch(value)` explanation used only for failures, a human `describe()` and
 `to_json()` (the normalised JSON form, which parses back to the same spec under the

@@ -1,4 +1,4 @@
-"""Expectation request bodies: JSON or YAML (MATCHING.md: YAML is the same shape)."""
+"""Expectation request bodies: JSON or YAML (docs/matching.md: YAML is the same shape)."""
 
 from __future__ import annotations
 

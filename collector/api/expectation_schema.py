@@ -1,4 +1,4 @@
-"""The JSON Schema of an expectation (MATCHING.md), for OpenAPI, built from the parser's own
+"""The JSON Schema of an expectation (docs/matching.md), for OpenAPI, built from the parser's own
 names (`matcher.spec`): its modes, aliases, scopes and id pattern (its field lists are held
 to the properties here by tests/collector/test_expectation_schema.py).
 

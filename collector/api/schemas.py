@@ -102,7 +102,7 @@ class ConversationPage(BaseModel):
 
 
 class DifferenceOut(BaseModel):
-    """One structured difference (MATCHING.md `differences`; `matcher.result.Difference`)."""
+    """One structured difference (docs/matching.md, "Differences"; `matcher.result.Difference`)."""
 
     kind: DifferenceKind
     expected_index: int | None = Field(description="into the expected calls, from 0")
@@ -115,7 +115,7 @@ class DifferenceOut(BaseModel):
 
 
 class ResultOut(BaseModel):
-    """One scored result (MATCHING.md)."""
+    """One scored result (docs/matching.md, "Results")."""
 
     expectation: str
     expectation_version: int

@@ -38,7 +38,7 @@ class ExtractOptions:
 
 
 def is_plumbing(name: str) -> bool:
-    """Framework plumbing that is not a tool the agent chose (CONVENTIONS.md)."""
+    """Framework plumbing that is not a tool the agent chose (docs/conventions.md)."""
     return name in PLUMBING_NAMES or name.startswith(("adk_", "transfer_to_"))
 
 

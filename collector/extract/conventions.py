@@ -1,4 +1,4 @@
-"""How each producer marks a span as a tool execution (CONVENTIONS.md, "Is this span a tool
+"""How each producer marks a span as a tool execution (docs/conventions.md, "Is this span a tool
 execution?"). Each convention is one entry; the first whose `detect` holds claims the span.
 
 MCP comes first only so that MCP spans are labelled `mcp` (they also set the GenAI operation);

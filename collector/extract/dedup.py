@@ -1,4 +1,4 @@
-"""Executions of one call seen more than once become one (CONVENTIONS.md, "Each call once").
+"""Executions of one call seen more than once become one (docs/conventions.md, "Each call once").
 
 - nested: a tool span under a tool span of the same name (MCP client and server spans,
   Agent Framework's `execute_tool X` > `tools/call X`) — by ancestry, or, when the chain between

@@ -1,4 +1,4 @@
-"""Reading a tool call's fields from a span, first present key wins (CONVENTIONS.md, "Fields").
+"""Reading a tool call's fields from a span, first present key wins (docs/conventions.md, "Fields").
 
 Each key may have an adapter that reads its value or says "absent" (None): a JSON Schema in
 `tool.parameters` is not arguments, `traceloop.entity.input` is unwrapped, a placeholder call id
@@ -26,7 +26,7 @@ from collector.model import ToolCall
 
 Adapter = Callable[[Any], Any]
 
-# Beyond CONVENTIONS.md's table: OpenInference's own `tool_call.*` keys, which some of its
+# Also OpenInference's own `tool_call.*` keys (docs/conventions.md, "Fields"), which some of its
 # instrumentations put on TOOL spans (after the documented keys, except that the precise
 # `tool_call.function.arguments` comes before the sometimes collapsed `input.value`).
 NAME_KEYS = (

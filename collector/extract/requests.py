@@ -1,4 +1,4 @@
-"""Tool calls a model *requested*, read from its LLM span (CONVENTIONS.md, "Each call once").
+"""Tool calls a model *requested*, read from its LLM span (docs/conventions.md, "Each call once").
 
 Sources, first that yields calls wins: GenAI `gen_ai.output.messages` `tool_call` parts (attribute
 or operation-details event); OpenInference `llm.output_messages.{i}.message.tool_calls.{j}.*`, else

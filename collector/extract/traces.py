@@ -1,4 +1,4 @@
-"""What spans say about their trace: conversation key, turn root, agents (CONVENTIONS.md)."""
+"""What spans say about their trace: conversation key, turn root, agents (docs/conventions.md)."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ them fresh.
 
 A PostgreSQL table that has never been analyzed has no statistics, and the planner then reads
 `conversation_id IN (…500 ids…)` as matching half the table: a sequential scan per worker chunk
-whose cost grows with the store (measured: rescoring 100k conversations fell from ~1,200 to
-~1,000 conversations/s as `results` grew, with autovacuum off). Workers therefore ANALYZE a
+whose cost grows with the store (README, "Measured"). Workers therefore ANALYZE a
 table of ours when its changes since the last analyze pass PostgreSQL's own autovacuum rule
 (50 rows + 10 %), if autovacuum is off or has not analyzed it yet. One worker at a time (an
 advisory lock); other workers skip the round. SQLite gets `PRAGMA optimize`, which is cheap and

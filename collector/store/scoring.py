@@ -39,7 +39,7 @@ from matcher import Call, Expectation, Result, Trajectory, parse_expectation
 
 def among(conn: Connection, column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]:
     """`column IN ids`; on PostgreSQL `column = ANY(:array)`, one bound array whose statement
-    text is the same for any number of ids (an IN list of 500 ids took 4.1 ms, ANY 1.2 ms)."""
+    text is the same for any number of ids (cheaper than a long IN list: README, "Measured")."""
     if conn.dialect.name == "postgresql":
         return column == any_(bindparam(None, list(ids), type_=ARRAY(BigInteger())))
     return column.in_(list(ids))

@@ -86,9 +86,10 @@ tool_calls = Table(
     "tool_calls",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    # No foreign keys (migration 0002): checking them cost ~8 µs per inserted call on
-    # PostgreSQL. Only the writer inserts calls, in the transaction that holds their turn and
-    # conversation; persist.drop_empty deletes the calls of the conversations it deletes.
+    # No foreign keys (migration 0002): checking them was a large share of PostgreSQL's ingest
+    # CPU (README, "Measured"). Only the writer inserts calls, in the transaction that holds
+    # their turn and conversation; persist.drop_empty deletes the calls of the conversations it
+    # deletes.
     Column("conversation_id", Id, nullable=False),
     Column("turn_id", Id, nullable=False),
     Column("trace_id", Text, nullable=False),

@@ -1,5 +1,5 @@
 """`tooltrail import FORMAT FILE`: suites from the files other tools keep (docs/suites.md has the
-mapping table per source and where MATCHING.md deliberately differs).
+mapping table per source and where docs/matching.md deliberately differs).
 
 Each importer is a pure function (the file's parsed value, its name, the selector template) →
 `Imported` (a suite document and warnings). A field an importer cannot map is a warning naming
@@ -208,7 +208,7 @@ def _agentevals_args(mode: Any, ctx: Context, at: str) -> str:
     text = str(mode).lower()
     if text == "subset":
         ctx.warn(f"{at}.tool_args_match_mode", "subset (no keys beyond the reference's) has "
-                 "no MATCHING.md equivalent: mapped to exact, which is stricter")
+                 "no equivalent in docs/matching.md: mapped to exact, which is stricter")
         return "exact"
     if text not in AGENTEVALS_ARGS:
         raise ImportFailure(f"{at}.tool_args_match_mode: must be one of exact, ignore, "

@@ -1,4 +1,4 @@
-"""Suite files: a named list of expectations (MATCHING.md) with shared defaults.
+"""Suite files: a named list of expectations (docs/matching.md) with shared defaults.
 
     name: weather-agent                 # a slug
     defaults:                           # applied to every expectation that does not say

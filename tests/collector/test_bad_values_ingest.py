@@ -1,5 +1,5 @@
 """Values no store can hold, on both stores: the span holding one is rejected alone (in OTLP
-partial_success, OTLP.md), the other spans of its request are stored, and a request that can
+partial_success, docs/otlp.md), the other spans of its request are stored, and a request that can
 never succeed never gets a retryable answer — nor makes the requests committed with it fail."""
 
 from __future__ import annotations

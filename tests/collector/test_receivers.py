@@ -1,4 +1,5 @@
-"""OTLP receivers, answered case by case as OTLP.md says, with real clients and a real server."""
+"""OTLP receivers, answered case by case as docs/otlp.md says, with real clients and a real
+server."""
 
 from __future__ import annotations
 

@@ -224,7 +224,7 @@ def test_parallel_calls_in_either_order_score_the_same() -> None:
 
 def test_rhesis_empty_list_differs() -> None:
     """Rhesis: "An empty list expects no tool calls at all" (under its in_order default).
-    MATCHING.md: empty E passes `in_order` and `superset`; use strict (or max_calls: 0)."""
+    docs/matching.md: empty E passes `in_order` and `superset`; use strict (or max_calls: 0)."""
     assert run({"calls": []}, calls("a")).passed
     assert not run({"calls": [], "match": "strict"}, calls("a")).passed
     assert not run({"calls": [], "max_calls": 0}, calls("a")).passed

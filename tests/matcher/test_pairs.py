@@ -1,5 +1,5 @@
-"""Result.pairs: the pairing the scores count, indexed like the differences (MATCHING.md,
-"Scores and the explanation"), so a reader can align expected and actual calls."""
+"""Result.pairs: the pairing the scores count, indexed like the differences (docs/matching.md,
+"Results"), so a reader can align expected and actual calls."""
 
 from __future__ import annotations
 
