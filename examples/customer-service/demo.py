@@ -142,7 +142,7 @@ def cell(checks: list[dict[str, Any]]) -> str:
 def why(checks: list[dict[str, Any]]) -> str:
     for c in checks:
         if c["status"] != "pass":
-            return (f"{c['scope']}: " if c["scope"] != "conversation" else "") + c["reason"]
+            return (f"{c['scope']}: " if c["scope"] != "conversation" else "") + str(c["reason"])
     return ""
 
 
@@ -241,6 +241,12 @@ def main(argv: list[str]) -> int:
             say(line)
         say(f"(first verdict {time.monotonic() - started:.1f} s after the start; "
             "R: recall, the share of expected calls made)")
+        say()
+        say(f"{SHOWCASE}: every difference (the HTML report and the web view align them)")
+        for check in report["checks"]:
+            if check["conversation"] == SHOWCASE and check["result"]:
+                for difference in check["result"]["differences"]:
+                    say(f"  {check['expectation']}: {difference['message']}")
         say()
         outcomes = promised(report, server, shops, reapplied, html)
         for text, ok in outcomes:
