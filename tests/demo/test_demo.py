@@ -2,7 +2,9 @@
 `tooltrail serve`, the Pydantic AI agent exporting OTLP/gRPC, ArkSim's scenarios.json imported
 (examples/customer-service; the format of ArkSim's own customer-service example, seed 003).
 Every outcome the demo promises is asserted here from what it printed and wrote, and the
-scoring runs once more with tooltrail on PostgreSQL."""
+scoring runs once more with tooltrail on PostgreSQL. The script sets up the virtualenv running
+the tests (VENV), as scripts/serve would: pip runs only when that virtualenv has no stamp of
+this pyproject.toml for the `demo` extra."""
 
 from __future__ import annotations
 
