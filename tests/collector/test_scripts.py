@@ -30,7 +30,8 @@ def serve(checkout: Path, venv: Path, *args: str) -> subprocess.CompletedProcess
 def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
     checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
     (checkout / "scripts").mkdir(parents=True)
-    shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
+    for script in ("serve", "venv"):  # serve sets up its virtualenv with scripts/venv
+        shutil.copy2(ROOT / "scripts" / script, checkout / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     fake_venv(venv, calls)
 
@@ -53,7 +54,8 @@ def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
 def test_a_failed_install_is_tried_again(tmp_path: Path) -> None:
     checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
     (checkout / "scripts").mkdir(parents=True)
-    shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
+    for script in ("serve", "venv"):  # serve sets up its virtualenv with scripts/venv
+        shutil.copy2(ROOT / "scripts" / script, checkout / "scripts" / script)
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
     fake_venv(venv, calls, pip_fails=True)
     for _ in range(2):
