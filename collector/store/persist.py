@@ -30,8 +30,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from collector.capture.merge import POSITION_PREFIX
 from collector.model import Batch, TraceInfo
 from collector.store.jsonio import dumps
+from collector.store.queries import conversation_turns
 from collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
@@ -373,6 +375,7 @@ def refresh_conversations(
         conn.exec_driver_sql(REFRESH_PG, {
             "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,
         })
+        recount_merged(conn, id_list)
         return
     stored: dict[int, tuple[dict[str, Any], str | None]] = {}
     turn_stats: dict[int, tuple[int, int, int]] = {}
@@ -441,6 +444,34 @@ def refresh_conversations(
         ),
         rows,
     )
+    recount_merged(conn, id_list)
+
+
+def recount_merged(conn: Connection, ids: Sequence[int]) -> None:
+    """Count conversations that have explicit (positional) turns as they are read: explicit
+    calls merge into the traced turn at their position at read time (collector.capture.merge),
+    so the row counts above count a merged call, and a merged turn, twice. Their counts come
+    from the reader REST uses (each merged turn once, each executed call once); conversations
+    without explicit turns keep the row counts, which are the same thing."""
+    positional: list[int] = []
+    for part in chunks(ids):
+        positional.extend(cid for (cid,) in conn.execute(
+            select(turns.c.conversation_id).distinct()
+            .where(turns.c.conversation_id.in_(part),
+                   turns.c.turn_key.startswith(POSITION_PREFIX, autoescape=True))))
+    rows = []
+    for cid in sorted(positional):
+        shown = conversation_turns(conn, cid)
+        calls = [c for turn in shown for c in turn["tool_calls"] if c["executed"]]
+        rows.append({"b_id": cid, "b_turns": len(shown), "b_calls": len(calls),
+                     "b_errors": sum(c["status"] == "error" for c in calls)})
+    if rows:
+        conn.execute(
+            update(conversations).where(conversations.c.id == bindparam("b_id")).values(
+                turn_count=bindparam("b_turns"), call_count=bindparam("b_calls"),
+                error_count=bindparam("b_errors")),
+            rows,
+        )
 
 
 def drop_empty(conn: Connection, ids: set[int]) -> None:
