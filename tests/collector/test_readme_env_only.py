@@ -2,7 +2,9 @@
 `opentelemetry-instrument`, configured by nothing but OTEL_EXPORTER_OTLP_ENDPOINT /
 _PROTOCOL / _HEADERS (the SDK's exporters read them), against a real server with API keys,
 over gRPC and then OTLP/HTTP. And the README's table of capture switches names every content
-switch that the committed captures set."""
+switch that the committed captures set. Then the rest of the README as a newcomer meets it:
+the quickstart, every curl, the recording helper, the web view, the CI commands (each block as
+printed, against a real server) and its command table against `tooltrail`'s own."""
 
 from __future__ import annotations
 
