@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collector.cli import Program, Registry
+from collector.clihelp import HelpFormatter
 from collector.suites.report import EXIT_ERROR
 
 
@@ -23,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 def check_parser() -> argparse.ArgumentParser:
     from collector.suites.inputs import FORMATS
 
-    p = _Parser(prog="tooltrail check", description=(
+    p = _Parser(prog="tooltrail check", formatter_class=HelpFormatter, description=(
         "Score recorded conversations against a suite. Exit 0: all passed; 1: a check "
         "failed; 2: usage error, unreadable input or invalid suite."))
     p.add_argument("suite", help="suite file (YAML or JSON)")

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collector.clihelp import HelpFormatter
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite, SuiteError, load_suite
 from matcher import parse_expectation
@@ -180,7 +181,7 @@ def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = N
 
 
 def run_apply(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail apply", description=(
+    p = argparse.ArgumentParser(prog="tooltrail apply", formatter_class=HelpFormatter, description=(
         "Register a suite's expectations on a server, idempotently."))
     p.add_argument("suite")
     p.add_argument("--server", required=True, metavar="URL")
