@@ -7,6 +7,11 @@ from __future__ import annotations
 import argparse
 import copy
 
+# the API key of the client commands (check and golden with --server, apply) when no --api-key
+# is given: a key on the command line shows in `ps`
+API_KEY_ENV = "TOOLTRAIL_API_KEY"
+API_KEY_HELP = f"(env {API_KEY_ENV}; a flag shows in `ps`)"
+
 
 def _has_default(action: argparse.Action) -> bool:
     """An option whose default means something to show (not None, off, empty or hidden)."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collector.cli import Program, Registry
-from collector.clihelp import HelpFormatter
+from collector.clihelp import API_KEY_HELP, HelpFormatter
 from collector.suites.report import EXIT_ERROR
 
 
@@ -40,7 +40,7 @@ def check_parser() -> argparse.ArgumentParser:
                                                    "running tooltrail instead of inputs")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="with --server: how long to wait for pending scoring (default 60)")
-    p.add_argument("--api-key", help="with --server: an API key (read role)")
+    p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
     p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
                    help="an extra attribute key carrying the conversation id (repeatable)")
     p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import HelpFormatter
+from collector.clihelp import API_KEY_HELP, HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
 from collector.store.scoring import NOT_EXECUTED
 from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
@@ -106,7 +106,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("inputs", nargs="*", metavar="INPUT")
     p.add_argument("--conversation", required=True, metavar="KEY", help="the conversation to pin")
     p.add_argument("--server", metavar="URL", help="read it from a running tooltrail instead")
-    p.add_argument("--api-key", help="with --server: an API key (read role)")
+    p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
     p.add_argument("--id", help="the expectation id (default: from the key)")
     p.add_argument("--match", default="strict", help="order mode of the expectation")
     p.add_argument("--arguments", default="exact", help="argument mode of its calls")
