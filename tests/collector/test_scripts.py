@@ -1,5 +1,6 @@
-"""./scripts/serve installs the package only when pyproject.toml changed since its last install
-(the install is editable: code changes need none). The script runs for real, in a copy of the
+"""./scripts/serve installs the package, with CI's pinned versions (constraints.txt), only when
+pyproject.toml or constraints.txt changed since its last install (the install is editable: code
+changes need none). The script runs for real, in a copy of the
 checkout, with a virtualenv whose python and tooltrail record how they were called (a real
 install takes a minute: its timing is measured by hand, not by tests)."""
 
@@ -32,6 +33,7 @@ def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
     (checkout / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    shutil.copy(ROOT / "constraints.txt", checkout / "constraints.txt")
     fake_venv(venv, calls)
 
     def run() -> list[str]:
@@ -40,12 +42,16 @@ def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return calls.read_text().splitlines()
 
-    install = "python -m pip install --quiet -e .[sdk]"
+    install = "python -m pip install --quiet --constraint constraints.txt -e .[sdk]"
     assert run() == ["python -m pip install --quiet --upgrade pip", install,
                      "tooltrail serve --http-port 0"]
     assert run() == ["tooltrail serve --http-port 0"]  # a restart: nothing installed
     with (checkout / "pyproject.toml").open("a") as pyproject:
         pyproject.write("# a new dependency, say\n")
+    assert install in run()
+    assert run() == ["tooltrail serve --http-port 0"]
+    with (checkout / "constraints.txt").open("a") as constraints:
+        constraints.write("# a new pin, say\n")  # CI's versions changed: installed again
     assert install in run()
     assert run() == ["tooltrail serve --http-port 0"]
 
@@ -55,6 +61,7 @@ def test_a_failed_install_is_tried_again(tmp_path: Path) -> None:
     (checkout / "scripts").mkdir(parents=True)
     shutil.copy2(ROOT / "scripts" / "serve", checkout / "scripts" / "serve")
     shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
+    shutil.copy(ROOT / "constraints.txt", checkout / "constraints.txt")
     fake_venv(venv, calls, pip_fails=True)
     for _ in range(2):
         assert serve(checkout, venv).returncode != 0
