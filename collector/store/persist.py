@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     Table,
     bindparam,
+    case,
     delete,
     func,
     select,
@@ -448,19 +449,21 @@ def refresh_conversations(
 
 
 def recount_merged(conn: Connection, ids: Sequence[int]) -> None:
-    """Count conversations that have explicit (positional) turns as they are read: explicit
-    calls merge into the traced turn at their position at read time (collector.capture.merge),
-    so the row counts above count a merged call, and a merged turn, twice. Their counts come
-    from the reader REST uses (each merged turn once, each executed call once); conversations
-    without explicit turns keep the row counts, which are the same thing."""
-    positional: list[int] = []
+    """Count conversations that have explicit (positional) and traced turns as they are read:
+    explicit calls merge into the traced turn at their position at read time
+    (collector.capture.merge), so the row counts above count a merged call, and a merged turn,
+    twice. Their counts come from the reader REST uses (each merged turn once, each executed
+    call once). Conversations with turns of one kind only merge nothing: they keep the row
+    counts, which are the same thing (and cost no read of their calls)."""
+    explicit = case((turns.c.turn_key.startswith(POSITION_PREFIX, autoescape=True), 1), else_=0)
+    mixed: list[int] = []
     for part in chunks(ids):
-        positional.extend(cid for (cid,) in conn.execute(
-            select(turns.c.conversation_id).distinct()
-            .where(turns.c.conversation_id.in_(part),
-                   turns.c.turn_key.startswith(POSITION_PREFIX, autoescape=True))))
+        mixed.extend(cid for (cid,) in conn.execute(
+            select(turns.c.conversation_id).where(turns.c.conversation_id.in_(part))
+            .group_by(turns.c.conversation_id)
+            .having(func.max(explicit) == 1, func.min(explicit) == 0)))
     rows = []
-    for cid in sorted(positional):
+    for cid in sorted(mixed):
         shown = conversation_turns(conn, cid)
         calls = [c for turn in shown for c in turn["tool_calls"] if c["executed"]]
         rows.append({"b_id": cid, "b_turns": len(shown), "b_calls": len(calls),
