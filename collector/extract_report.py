@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.capture import adk_events
+from collector.clihelp import HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
 from collector.model import Batch, ToolCall
@@ -35,7 +36,7 @@ WIDTH = 120
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tooltrail extract", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("file", nargs="?", help="OTLP request: .json (OTLP/JSON) or protobuf (.gz ok)")
     p.add_argument("--database-url", help="read a stored conversation instead of a file")
     p.add_argument("--conversation", help="the stored conversation's key (with FILE: the key "

@@ -43,6 +43,7 @@ from collector.bench.load import (
 from collector.bench.memory import MemorySampler
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traces import RequestFactory, Shape
+from collector.clihelp import HelpFormatter
 from collector.extract import ExtractOptions, extract
 from collector.receivers.codec import PROTOBUF, decode_body
 from collector.store.db import make_engine, migrate
@@ -378,7 +379,7 @@ def memory(sampler: MemorySampler) -> str:
 def parser() -> argparse.ArgumentParser:
     """Command-line flags."""
     p = argparse.ArgumentParser(prog="tooltrail bench ingest", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("--database-url", help="store to test (default: a temporary SQLite file)")
     p.add_argument("--seconds", type=float, default=10.0, help="length of each load phase")
     p.add_argument("--clients", type=int, default=4, help="concurrent clients per phase")

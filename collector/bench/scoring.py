@@ -27,6 +27,7 @@ from sqlalchemy import create_engine, text
 
 from collector.bench.process import serve, workers
 from collector.bench.seed import seed
+from collector.clihelp import HelpFormatter
 from collector.store import queries
 from collector.store.db import make_engine, migrate, normalise_url
 from collector.store.jobs import get_job
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tooltrail bench scoring",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--admin-url",

@@ -21,6 +21,7 @@ from sqlalchemy import text
 from collector.bench.process import serve
 from collector.bench.scoring import drop_database, temp_database
 from collector.bench.seed import conversation_batch, seed
+from collector.clihelp import HelpFormatter
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tooltrail bench ui",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=HelpFormatter,
     )
     parser.add_argument(
         "--admin-url",

@@ -22,6 +22,7 @@ from sqlalchemy import (
     Integer,
     Table,
     bindparam,
+    case,
     delete,
     func,
     select,
@@ -30,8 +31,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from collector.capture.merge import POSITION_PREFIX
 from collector.model import Batch, TraceInfo
 from collector.store.jsonio import dumps
+from collector.store.queries import conversation_turns
 from collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
@@ -373,6 +376,7 @@ def refresh_conversations(
         conn.exec_driver_sql(REFRESH_PG, {
             "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,
         })
+        recount_merged(conn, id_list)
         return
     stored: dict[int, tuple[dict[str, Any], str | None]] = {}
     turn_stats: dict[int, tuple[int, int, int]] = {}
@@ -441,6 +445,36 @@ def refresh_conversations(
         ),
         rows,
     )
+    recount_merged(conn, id_list)
+
+
+def recount_merged(conn: Connection, ids: Sequence[int]) -> None:
+    """Count conversations that have explicit (positional) and traced turns as they are read:
+    explicit calls merge into the traced turn at their position at read time
+    (collector.capture.merge), so the row counts above count a merged call, and a merged turn,
+    twice. Their counts come from the reader REST uses (each merged turn once, each executed
+    call once). Conversations with turns of one kind only merge nothing: they keep the row
+    counts, which are the same thing (and cost no read of their calls)."""
+    explicit = case((turns.c.turn_key.startswith(POSITION_PREFIX, autoescape=True), 1), else_=0)
+    mixed: list[int] = []
+    for part in chunks(ids):
+        mixed.extend(cid for (cid,) in conn.execute(
+            select(turns.c.conversation_id).where(turns.c.conversation_id.in_(part))
+            .group_by(turns.c.conversation_id)
+            .having(func.max(explicit) == 1, func.min(explicit) == 0)))
+    rows = []
+    for cid in sorted(mixed):
+        shown = conversation_turns(conn, cid)
+        calls = [c for turn in shown for c in turn["tool_calls"] if c["executed"]]
+        rows.append({"b_id": cid, "b_turns": len(shown), "b_calls": len(calls),
+                     "b_errors": sum(c["status"] == "error" for c in calls)})
+    if rows:
+        conn.execute(
+            update(conversations).where(conversations.c.id == bindparam("b_id")).values(
+                turn_count=bindparam("b_turns"), call_count=bindparam("b_calls"),
+                error_count=bindparam("b_errors")),
+            rows,
+        )
 
 
 def drop_empty(conn: Connection, ids: set[int]) -> None:

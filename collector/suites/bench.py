@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from collector.clihelp import HelpFormatter
+
 TOOLS = ("lookup_order", "get_customer", "search_products", "issue_refund", "send_email",
          "get_weather", "get_time", "convert_currency")
 PER_LINE = 100
@@ -138,7 +140,7 @@ def suite(count: int = 20) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tooltrail bench check", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--expectations", type=int, default=20)
     parser.add_argument("--format", choices=("table", "json"), default="table")

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collector.cli import Program, Registry
+from collector.clihelp import API_KEY_HELP, HelpFormatter
 from collector.suites.report import EXIT_ERROR
 
 
@@ -23,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 def check_parser() -> argparse.ArgumentParser:
     from collector.suites.inputs import FORMATS
 
-    p = _Parser(prog="tooltrail check", description=(
+    p = _Parser(prog="tooltrail check", formatter_class=HelpFormatter, description=(
         "Score recorded conversations against a suite. Exit 0: all passed; 1: a check "
         "failed; 2: usage error, unreadable input or invalid suite."))
     p.add_argument("suite", help="suite file (YAML or JSON)")
@@ -39,7 +40,7 @@ def check_parser() -> argparse.ArgumentParser:
                                                    "running tooltrail instead of inputs")
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="with --server: how long to wait for pending scoring (default 60)")
-    p.add_argument("--api-key", help="with --server: an API key (read role)")
+    p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
     p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
                    help="an extra attribute key carrying the conversation id (repeatable)")
     p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from collector.clihelp import API_KEY_HELP, HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
 from collector.store.scoring import NOT_EXECUTED
 from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
@@ -101,19 +102,19 @@ def golden(trajectory: Trajectory, key: str, *, ident: str | None, match: str,
 
 def run(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="tooltrail golden", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=HelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="INPUT")
-    p.add_argument("--conversation", required=True, metavar="KEY")
-    p.add_argument("--server", metavar="URL")
-    p.add_argument("--api-key")
+    p.add_argument("--conversation", required=True, metavar="KEY", help="the conversation to pin")
+    p.add_argument("--server", metavar="URL", help="read it from a running tooltrail instead")
+    p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
     p.add_argument("--id", help="the expectation id (default: from the key)")
-    p.add_argument("--match", default="strict")
-    p.add_argument("--arguments", default="exact")
+    p.add_argument("--match", default="strict", help="order mode of the expectation")
+    p.add_argument("--arguments", default="exact", help="argument mode of its calls")
     p.add_argument("--per-turn", action="store_true", help="one `turns:` entry per turn")
     p.add_argument("--ignore-arg", action="append", default=[], metavar="GLOB",
                    help="match any value for these argument keys (repeatable)")
-    p.add_argument("--input-format")
-    p.add_argument("-o", "--output")
+    p.add_argument("--input-format", help="force the input format (as `tooltrail check`)")
+    p.add_argument("-o", "--output", help="write the expectation here (default: stdout)")
     args = p.parse_args(argv)
     if bool(args.server) == bool(args.inputs):
         print("tooltrail golden: give INPUT files or --server URL", file=sys.stderr)

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from collector.clihelp import HelpFormatter
 from collector.suites.messages import BadMessages, expected_turns
 from collector.suites.suite import SuiteError, parse_suite, suite_document
 from matcher import InvalidExpectation
@@ -501,7 +502,8 @@ def dump(document: Mapping[str, Any]) -> str:
 
 
 def run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail import", description=(
+    p = argparse.ArgumentParser(prog="tooltrail import", formatter_class=HelpFormatter,
+                                description=(
         "Write a tooltrail suite (YAML) from another tool's file. Unmapped fields are "
         "warnings on stderr; exit 2 when the file is not what FORMAT says."))
     p.add_argument("format", choices=sorted(IMPORTERS))

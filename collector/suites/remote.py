@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import urllib.error
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from collector.clihelp import API_KEY_ENV, API_KEY_HELP, HelpFormatter
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite, SuiteError, load_suite
 from matcher import parse_expectation
@@ -50,8 +52,9 @@ class Server:
         request = urllib.request.Request(self.url.rstrip("/") + path, data=data, method=method)
         if data is not None:
             request.add_header("content-type", "application/json")
-        if self.api_key:
-            request.add_header("authorization", f"Bearer {self.api_key}")
+        api_key = self.api_key or os.environ.get(API_KEY_ENV)
+        if api_key:
+            request.add_header("authorization", f"Bearer {api_key}")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as answer:
                 raw = answer.read()
@@ -180,13 +183,13 @@ def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = N
 
 
 def run_apply(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail apply", description=(
+    p = argparse.ArgumentParser(prog="tooltrail apply", formatter_class=HelpFormatter, description=(
         "Register a suite's expectations on a server, idempotently."))
     p.add_argument("suite")
     p.add_argument("--server", required=True, metavar="URL")
     p.add_argument("--prune", action="store_true",
                    help="deactivate this suite's expectations that the file no longer has")
-    p.add_argument("--api-key", help="an admin API key")
+    p.add_argument("--api-key", help=f"an admin API key {API_KEY_HELP}")
     args = p.parse_args(argv)
     try:
         suite = load_suite(Path(args.suite))

@@ -232,3 +232,37 @@ def test_nul_characters_are_replaced_as_in_otlp_strings(server: Server) -> None:
         (call,) = client.get("/api/v1/conversations/cap-nul").json()["turns"][0]["tool_calls"]
     assert (call["name"], call["call_id"], call["arguments"], call["result"]) == (
         "x\ufffdy", "n\ufffd1", {"k\ufffd": "\ufffd"}, "r\ufffd")
+
+
+def shown_counts(conversation: dict[str, Any]) -> tuple[int, int, int]:
+    """(turns, calls, failed calls) as the conversation's turns show them."""
+    calls = [c for t in conversation["turns"] for c in t["tool_calls"] if c["executed"]]
+    return (len(conversation["turns"]), len(calls),
+            sum(c["status"] == "error" for c in calls))
+
+
+@pytest.mark.parametrize("explicit_first", [True, False])
+def test_counts_are_those_of_the_merged_turns(server: Server, explicit_first: bool) -> None:
+    """turn_count / call_count / error_count count each merged call once, as the turns show
+    it, on the conversation and in the list (issue 15: both sides were counted)."""
+    key = f"cap-counts-{explicit_first}"
+    traced = [*TRACED, ToolStep("refund", {"n": 1}, raises="declined", call_id="call_r")]
+    explicit = {"calls": [*EXPLICIT["calls"],
+                          {"id": "call_r", "name": "refund", "error": "declined"}]}
+    if explicit_first:
+        assert post_calls(server, key, 0, explicit).status_code == 200
+        send_turn(server, key, traced)
+    else:
+        send_turn(server, key, traced)
+        wait_turns(server, key, lambda t: len(t) == 1 and len(t[0]) == 4)
+        assert post_calls(server, key, 0, explicit).status_code == 200
+    merged = wait_turns(server, key, lambda t: len(t) == 1 and len(t[0]) == 5)
+    # the merged turn: 3 merged calls, search (traced only), send_email (explicit only)
+    assert shown_counts(merged) == (1, 5, 1)
+    with server.client() as client:
+        conversation = client.get(f"/api/v1/conversations/{key}").json()
+        listed = client.get("/api/v1/conversations", params={"tool": "refund"}).json()
+    (listed,) = [c for c in listed["data"] if c["key"] == key]
+    for counted in (conversation, listed):
+        assert (counted["turn_count"], counted["call_count"], counted["error_count"]) == (
+            1, 5, 1)

@@ -162,3 +162,22 @@ def test_bench_says_which_extra_provides_a_missing_module(
     err = capsys.readouterr().err
     assert err == ("tooltrail bench sdk: needs opentelemetry.sdk.trace, from the `sdk` extra: "
                    "pip install 'tooltrail[sdk]'\n")
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (("golden",), ["--match MATCH order mode of the expectation (default: strict)",
+                   "--arguments ARGUMENTS argument mode of its calls (default: exact)"]),
+    (("check",), ["--format {table,json,github} default: table"]),
+    (("bench", "check"), ["--conversations CONVERSATIONS default: 10000"]),
+    (("bench", "capture"), ["--calls CALLS calls per capture (default: 1000)"]),
+])
+def test_commands_parsing_their_own_arguments_show_defaults(
+    command: tuple[str, ...], shown: list[str]
+) -> None:
+    """`tooltrail golden --help` said `--match MATCH` and nothing of what it is when not given:
+    the commands that parse their own arguments share collector.clihelp.HelpFormatter."""
+    done = tooltrail(*command, "--help")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    for option in shown:
+        assert option in text, text

@@ -1,6 +1,6 @@
-"""./scripts/serve installs the package only when pyproject.toml or the pins (constraints.txt)
-changed since its last install
-(the install is editable: code changes need none). The script runs for real, in a copy of the
+"""./scripts/serve installs the package, with CI's pinned versions (constraints.txt), only when
+pyproject.toml or constraints.txt changed since its last install (the install is editable: code
+changes need none). The script runs for real, in a copy of the
 checkout, with a virtualenv whose python and tooltrail record how they were called (a real
 install takes a minute: its timing is measured by hand, not by tests)."""
 
@@ -51,8 +51,8 @@ def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
         pyproject.write("# a new dependency, say\n")
     assert install in run()
     assert run() == ["tooltrail serve --http-port 0"]
-    with (checkout / "constraints.txt").open("a") as pins:
-        pins.write("six==1.16.0\n")  # a pin changed
+    with (checkout / "constraints.txt").open("a") as constraints:
+        constraints.write("# a new pin, say\n")  # CI's versions changed: installed again
     assert install in run()
     assert run() == ["tooltrail serve --http-port 0"]
 

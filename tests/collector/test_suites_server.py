@@ -183,3 +183,27 @@ def test_golden_from_server_and_from_a_file(server: Server, tmp_path: Path,
     code, _, err = run(capsys, "golden", "--server", server.base_url, "--conversation", "nope")
     assert code == 2 and "no conversation 'nope'" in err
     assert json.loads(json.dumps(body))  # plain data: YAML-safe and JSON-safe
+
+
+def test_client_commands_take_the_api_key_from_the_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TOOLTRAIL_API_KEY stands in for --api-key (a key given as a flag shows in `ps`)."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(SUITE)
+    with running_server(f"sqlite:///{tmp_path / 'keys.db'}",
+                        env={"TOOLTRAIL_API_KEYS": "admin:env-admin"}) as keyed:
+        monkeypatch.delenv("TOOLTRAIL_API_KEY", raising=False)
+        code, _, err = run(capsys, "apply", str(suite), "--server", keyed.base_url)
+        assert code == 2 and "401" in err, err
+        monkeypatch.setenv("TOOLTRAIL_API_KEY", "env-admin")
+        code, out, err = run(capsys, "apply", str(suite), "--server", keyed.base_url)
+        assert code == 0, err
+        assert out.splitlines()[0] == "created srv-lookup-first (version 1)"
+        code, _, err = run(capsys, "check", str(suite), "--server", keyed.base_url,
+                           "--wait", "5")
+        assert code in (0, 1) and "401" not in err, err  # read with the same key
+        monkeypatch.setenv("TOOLTRAIL_API_KEY", "wrong")  # a flag beats the environment
+        code, out, _ = run(capsys, "apply", str(suite), "--server", keyed.base_url,
+                           "--api-key", "env-admin")
+        assert code == 0 and "unchanged srv-lookup-first" in out
