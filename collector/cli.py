@@ -219,6 +219,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from collector.api.gauges import ExpectationGauges
     from collector.health import HealthServer
+    from collector.listen import PortInUse
     from collector.metrics import Metrics
     from collector.store.db import make_engine
     from collector.worker import Worker, WorkerConfig
@@ -245,7 +246,11 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
             await stop.wait()
         engine.dispose()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except PortInUse as exc:
+        log.error("%s", exc)
+        return 2
     return 0
 
 

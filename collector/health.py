@@ -16,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector.listen import tcp_listener
 from collector.store.db import at_head
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,13 @@ class HealthServer:
             def log_message(self, format: str, *args: object) -> None:
                 """Probes and scrapes are not logged (one line per probe is noise)."""
 
-        self.server = ThreadingHTTPServer((host, port), Handler)
+        # bound by the one listener helper: a taken port is PortInUse, as for `serve`
+        listener = tcp_listener("the worker's health and metrics", "--worker-http-port",
+                                host, port)
+        self.server = ThreadingHTTPServer(listener.getsockname()[:2], Handler,
+                                          bind_and_activate=False)
+        self.server.socket.close()
+        self.server.socket = listener
         self.server.daemon_threads = True
         self._thread = threading.Thread(
             target=self.server.serve_forever, name="tooltrail-worker-http", daemon=True
@@ -73,7 +80,7 @@ class HealthServer:
 
     @property
     def port(self) -> int:
-        return int(self.server.server_address[1])
+        return int(self.server.socket.getsockname()[1])
 
     def __enter__(self) -> HealthServer:
         self._thread.start()

@@ -8,6 +8,7 @@ import asyncio
 import json
 import logging
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -224,3 +225,14 @@ def test_spans_of_a_request_the_store_refuses_are_counted_refused(tmp_path: Path
     assert get("tooltrail_receiver_refused_spans_total",
                {"transport": "grpc", "reason": "overloaded"}) == 3
     assert get("tooltrail_receiver_accepted_spans_total", {"transport": "grpc"}) is None
+
+
+def test_worker_http_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "collector.cli", "worker", "--database-url",
+             f"sqlite:///{tmp_path / 'w.db'}", "--host", "127.0.0.1",
+             "--worker-http-port", str(port)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "--worker-http-port" in done.stderr and "Traceback" not in done.stderr
