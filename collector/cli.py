@@ -136,14 +136,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings.load(getattr(args, "config", None), **overrides)
 
 
-def setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    # alembic announces its internal plugins at INFO when imported: noise to a user
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+def setup_logging(level: str, log_format: str = "text") -> None:
+    from collector import logs
+
+    logs.setup(level, log_format)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
@@ -188,7 +184,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         ws="none",
         log_level=settings.log_level,
         lifespan="on",
-        access_log=False,
+        access_log=False,  # probes and scrapes would be most of it
+        log_config=None,  # uvicorn logs through our handler, in our format
     )
     server = uvicorn.Server(config)
 
@@ -220,6 +217,9 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    from collector.api.gauges import ExpectationGauges
+    from collector.health import HealthServer
+    from collector.listen import PortInUse
     from collector.metrics import Metrics
     from collector.store.db import make_engine
     from collector.worker import Worker, WorkerConfig
@@ -230,15 +230,27 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        worker = Worker.from_config(engine, Metrics(), WorkerConfig.from_settings(settings))
-        async with worker:
+        metrics = Metrics()
+        metrics.registry.register(ExpectationGauges(engine))
+        worker = Worker.from_config(engine, metrics, WorkerConfig.from_settings(settings))
+        async with contextlib.AsyncExitStack() as stack:
+            if settings.worker_http_port is not None:
+                health = stack.enter_context(HealthServer(
+                    settings.host, settings.worker_http_port, engine, metrics.registry))
+                log.info("tooltrail worker health and metrics: http=%s:%d",
+                         settings.host, health.port)
+            await stack.enter_async_context(worker)
             log.info(
                 "tooltrail worker %s running on %s", worker.owner, _safe_url(settings.database_url)
             )
             await stop.wait()
         engine.dispose()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except PortInUse as exc:
+        log.error("%s", exc)
+        return 2
     return 0
 
 
@@ -318,11 +330,11 @@ REGISTRY.add(Command("serve", "receivers + REST API + embedded worker", cmd_serv
 REGISTRY.add(Command(
     "worker", "a standalone scoring worker", cmd_worker,
     ("database_url", "settle_seconds", "worker_poll_seconds", "worker_batch", "lease_seconds",
-     "log_level"),
+     "host", "worker_http_port", "log_level", "log_format"),
 ))
 REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,
-    ("database_url", "log_level"),
+    ("database_url", "log_level", "log_format"),
 ))
 REGISTRY.add(Command(
     "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,
@@ -375,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"tooltrail {args.command}: {exc}", file=sys.stderr)
         return 2
-    setup_logging(settings.log_level)
+    setup_logging(settings.log_level, settings.log_format)
     if getattr(args, "api_keys", None):
         log.warning(API_KEYS_ON_COMMAND_LINE)
     with contextlib.suppress(KeyboardInterrupt):

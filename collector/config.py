@@ -115,6 +115,14 @@ class Settings(BaseSettings):
     writer_max_batch: int = Field(
         256, gt=0, description="most requests committed in one transaction"
     )
+    worker_http_port: int | None = Field(
+        None, ge=0, le=65535,
+        description="`tooltrail worker`: serve /healthz, /readyz and /metrics on this port of "
+        "--host (0: any free; unset: off)",
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="log lines as text, or as one JSON object each (tooltrail and uvicorn)"
+    )
     worker_poll_seconds: float = Field(0.25, gt=0, description="worker idle poll interval")
     worker_batch: int = Field(64, gt=0, description="conversations claimed per worker round")
     lease_seconds: float = Field(60.0, gt=0, description="a claimed conversation's lease")

@@ -330,15 +330,21 @@ class Ingest:
                                 ("unextracted", batch.unextracted))
             for s in spans[:MAX_ERROR_ROWS]
         ]
-        if not batch.empty or errors:
-            await self.sink.write(batch, errors)
         m = self.metrics
+        spans = signal == "traces"  # refused log records and data points are not spans
+        if not batch.empty or errors:
+            try:
+                await self.sink.write(batch, errors)
+            except Exception as exc:  # counted, then answered by the receiver
+                if spans:
+                    m.refused_spans.labels(transport, outcome_of(exc)).inc(batch.span_count)
+                raise
         m.requests.labels(transport, "partial" if batch.rejected else "ok").inc()
         m.records.labels(signal, transport).inc(records)
-        m.spans.inc(batch.span_count)
         m.tool_calls.inc(len(batch.calls))
-        if signal == "traces":  # refused log records and data points are not spans
-            m.rejected_spans.inc(len(batch.rejected))
+        if spans:
+            m.accepted_spans.labels(transport).inc(batch.span_count - len(batch.rejected))
+            m.refused_spans.labels(transport, "invalid").inc(len(batch.rejected))
         m.unextracted_spans.inc(len(batch.unextracted))
         m.truncated_values.inc(batch.truncated)
         for kind, n in batch.lossy:

@@ -1,23 +1,70 @@
-"""Prometheus metrics, one registry per service instance (so tests can run many in one process)."""
+"""Prometheus metrics, one registry per service instance (so tests can run many in one process).
+
+Receiver names follow the OpenTelemetry Collector's own (`otelcol_receiver_accepted_spans`,
+`otelcol_receiver_refused_spans`, by `transport`), so one dashboard reads both; the queue has a
+capacity gauge beside its size, as the Collector's exporter queue does. Renames are listed in
+the README ("Metrics").
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import platform
+from collections.abc import Iterable
+
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    disable_created_metrics,
+)
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from collector import __version__
+
+# `_created` series double every counter and histogram and no dashboard reads them
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+SCORE_DELAY_BUCKETS = (0.5, 1, 2, 3, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
 
 
 class Metrics:
-    """Every counter the service exports on /metrics."""
+    """Every metric a tooltrail process (server or worker) exports on /metrics."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            r.register(_Shared(collector))
+        self.build_info = Gauge(
+            "tooltrail_build_info", "always 1; the running version", ["version", "python"],
+            registry=r,
+        )
+        self.build_info.labels(__version__, platform.python_version()).set(1)
         self.requests = Counter(
             "tooltrail_ingest_requests",
             "OTLP export requests by transport and outcome",
             ["transport", "outcome"],
             registry=r,
         )
-        self.spans = Counter("tooltrail_ingest_spans", "spans received", registry=r)
+        self.accepted_spans = Counter(
+            "tooltrail_receiver_accepted_spans",
+            "spans committed to the store (acknowledged), by transport",
+            ["transport"],
+            registry=r,
+        )
+        self.refused_spans = Counter(
+            "tooltrail_receiver_refused_spans",
+            "spans of decoded requests that were not stored, by transport and reason "
+            "(invalid: rejected in a partial success; unavailable, overloaded, error: the "
+            "request was refused after decoding)",
+            ["transport", "reason"],
+            registry=r,
+        )
         self.records = Counter(
             "tooltrail_ingest_records",
             "OTLP records received by signal (spans, log records, metric data points) and "
@@ -27,9 +74,6 @@ class Metrics:
         )
         self.tool_calls = Counter(
             "tooltrail_ingest_tool_calls", "tool calls extracted and committed", registry=r
-        )
-        self.rejected_spans = Counter(
-            "tooltrail_ingest_rejected_spans", "spans rejected as invalid", registry=r
         )
         self.unextracted_spans = Counter(
             "tooltrail_ingest_unextracted_spans",
@@ -58,6 +102,11 @@ class Metrics:
         self.queue_bytes = Gauge(
             "tooltrail_writer_queue_bytes",
             "bytes of requests admitted and not yet answered (bounded by max_queue_bytes)",
+            registry=r,
+        )
+        self.queue_capacity_bytes = Gauge(
+            "tooltrail_writer_queue_capacity_bytes",
+            "max_queue_bytes: above it, ingest answers a retryable overload",
             registry=r,
         )
         self.commit_seconds = Histogram(
@@ -93,3 +142,20 @@ class Metrics:
         self.scored = Counter(
             "tooltrail_results", "results written by the worker", ["passed"], registry=r
         )
+        self.score_delay = Histogram(
+            "tooltrail_scoring_delay_seconds",
+            "from a conversation's last span to its results being stored",
+            buckets=SCORE_DELAY_BUCKETS,
+            registry=r,
+        )
+
+
+class _Shared(Collector):
+    """A process-wide collector (process, platform, GC) in one more registry: prometheus_client
+    registers them with its default registry, and each Metrics has its own."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+
+    def collect(self) -> Iterable[Metric]:
+        return self.collector.collect()

@@ -6,9 +6,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import random
 import socket
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
-MAX_SCHEMA_WAIT = 10.0  # longest pause between rounds while the schema is not at head
+MAX_BACKOFF = 10.0  # longest pause between rounds while they fail
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class WorkerConfig:
     batch: int
     lease_seconds: float
     log_level: str = "info"
+    log_format: str = "text"
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -52,6 +55,7 @@ class WorkerConfig:
             batch=settings.worker_batch,
             lease_seconds=settings.lease_seconds,
             log_level=settings.log_level,
+            log_format=settings.log_format,
         )
 
 
@@ -78,7 +82,10 @@ class Worker:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._next_statistics = 0.0
-        self._schema_wait = 0.0  # > 0 while the database's schema is not this version's
+        self._backoff = 0.0  # > 0 while rounds fail: the longest pause before the next one
+        self._trouble: str | None = None  # "schema" or "unreachable" once that has been logged
+        # where a settled conversation's time-to-score goes (a worker process relays it)
+        self.on_scored: Callable[[float], None] = metrics.score_delay.observe
 
     @classmethod
     def from_config(cls, engine: Engine, metrics: Metrics, config: WorkerConfig) -> Worker:
@@ -111,55 +118,75 @@ class Worker:
         self._wake.set()
 
     async def run(self) -> None:
-        """Work until cancelled; sleep `poll` seconds when there is nothing to do (longer,
-        backing off, while the schema is not migrated)."""
+        """Work until cancelled; sleep `pause` when there is nothing to do."""
         while True:
             busy = await asyncio.to_thread(self.safe_round)
             if not busy:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self._schema_wait or self.poll)
+                    await asyncio.wait_for(self._wake.wait(), self.pause)
+
+    @property
+    def pause(self) -> float:
+        """How long to wait before the next round when idle: `poll`, or while rounds fail, a
+        backoff that doubles up to MAX_BACKOFF, with jitter so workers that lost the database
+        together do not all come back in the same instant."""
+        if not self._backoff:
+            return self.poll
+        return random.uniform(self._backoff / 2, self._backoff)
 
     def safe_round(self) -> int:
-        """`round`, with its failure logged and counted (the work is retried next round). A
-        database whose schema is not at head is said once, with what to do, not per round."""
+        """`round`, with its failure counted and logged (the work is retried next round, after a
+        backoff). A database that is unreachable or whose schema is not at head is said once,
+        with what to do, not per round; other failures are logged each time."""
         try:
             busy = self.round()
-        except Exception:  # loop boundary: log, count, keep going
+        except Exception as exc:  # loop boundary: log, count, back off, keep going
             self.metrics.loop_errors.labels("worker").inc()
-            if not self._schema_behind():
+            state = self._database_state()
+            if state == "unreachable" and self._trouble != "unreachable":
+                self._trouble = "unreachable"
+                log.error("the database is unreachable (%s): retrying with backoff",
+                          " ".join(str(exc).split())[:300])
+            elif state is None:
                 log.exception("worker round failed")
+            if state != "arrived":
+                self._backoff = min(max(2 * self._backoff, self.poll), MAX_BACKOFF)
             return 0
-        self._schema_arrived()
+        self._recovered()
         return busy
 
-    def _schema_arrived(self) -> None:
-        if self._schema_wait:
-            self._schema_wait = 0.0
+    def _recovered(self) -> None:
+        if self._trouble == "schema":
             log.info("the database schema is at head now: scoring")
+        elif self._trouble == "unreachable":
+            log.info("the database is reachable again: scoring")
+        self._trouble = None
+        self._backoff = 0.0
 
-    def _schema_behind(self) -> bool:
-        """After a failed round: True when the schema is not at head (told the first time; the
-        next rounds back off), or reached head only since the round failed (not an error of
-        its own). Alembic is imported only here, on failure."""
+    def _database_state(self) -> str | None:
+        """After a failed round, what the database says: "unreachable" (it cannot be asked its
+        schema either), "schema" (not at head; told the first time), "arrived" (reached head
+        only since the round failed: not an error of its own), or None (the round's own error
+        is the news). Alembic is imported only here, on failure."""
         from collector.store.db import schema_revisions
 
         try:
             current, head = schema_revisions(self.engine)
-        except Exception:  # the round's own error tells what is wrong with the database
-            return False
+        except Exception:  # the database cannot be asked anything
+            return "unreachable"
         if current == head:  # migrated between the round and this look: the round ran before
-            waiting = bool(self._schema_wait)
-            self._schema_arrived()
-            return waiting
-        if not self._schema_wait:
+            waiting = self._trouble == "schema"
+            self._recovered()
+            return "arrived" if waiting else None
+        if self._trouble != "schema":
+            self._trouble = "schema"
             found = f"is at revision {current}" if current else "has no tooltrail schema yet"
             log.error(
                 "the database %s (this version needs %s): run `tooltrail migrate` with the same "
                 "database URL; retrying until it is done", found, head,
             )
-        self._schema_wait = min(max(2 * self._schema_wait, self.poll), MAX_SCHEMA_WAIT)
-        return True
+        return "schema"
 
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""
@@ -200,6 +227,9 @@ class Worker:
                 facts = scoring.conversation_facts(conn, sorted(owned))
                 self._score(conn, facts, active)
                 scoring.release(conn, self.owner, owned, facts)
+            now = time.time()
+            for f in facts:  # committed: their time from last span to results
+                self.on_scored(now - f.last_seen)
         except Exception:  # loop boundary: free the leases so the work is retried
             self.metrics.loop_errors.labels("score").inc()
             log.exception("scoring %d conversations failed", len(claimed))

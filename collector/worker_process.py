@@ -25,6 +25,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from collector import logs
 from collector.metrics import Metrics
 from collector.tasks import cancel
 from collector.worker import WorkerConfig
@@ -38,6 +39,7 @@ WAKE, STOP = b"w", b"s"
 
 
 Counts = dict[str, dict[tuple[str, ...], float]]  # metric → label values → total
+Report = tuple[Counts, list[float]]  # counter totals, time-to-score observations since the last
 
 
 def counts(metrics: Metrics) -> Counts:
@@ -178,8 +180,10 @@ class WorkerProcess:
             return
         try:
             while reports.poll(0):
-                totals: Counts = reports.recv()
+                totals, delays = reports.recv()
                 self._add(totals)
+                for delay in delays:
+                    self.metrics.score_delay.observe(delay)
         except (EOFError, OSError):  # the child is gone; its last reports were read
             return
 
@@ -201,23 +205,29 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when we stop
     cfg = WorkerConfig(**config)
-    logging.basicConfig(
-        level=cfg.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logs.setup(cfg.log_level, cfg.log_format)
     engine = make_engine(cfg.database_url, pool_size=2)
     metrics = Metrics()
     worker = Worker.from_config(engine, metrics, cfg)
+    delays: list[float] = []
+    worker.on_scored = delays.append  # sent with the next report, then forgotten here
+
+    def report() -> None:
+        sent: Report = (counts(metrics), delays[:])
+        reports.send(sent)
+        delays.clear()
+
     next_report = 0.0
     try:
         while os.getppid() == parent:
             busy = worker.safe_round()
             now = time.monotonic()
             if now >= next_report:
-                reports.send(counts(metrics))
+                report()
                 next_report = now + RELAY_SECONDS
-            if _stop_asked(control, 0.0 if busy else cfg.poll_seconds):
+            if _stop_asked(control, 0.0 if busy else worker.pause):
                 break
-        reports.send(counts(metrics))
+        report()
     except (BrokenPipeError, EOFError):  # the server is gone
         pass
     finally:

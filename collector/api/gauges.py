@@ -1,4 +1,5 @@
-"""Per-expectation figures read from the store at scrape time, for Prometheus."""
+"""Figures read from the store at scrape time, for Prometheus (the server's and the standalone
+worker's /metrics: no web stack here)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,15 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector.store.scoring import backlog
 from collector.store.summary import pass_ratios
 
 log = logging.getLogger(__name__)
 
 
 class ExpectationGauges(Collector):
-    """`tooltrail_expectation_pass_ratio` and `tooltrail_expectation_results` per expectation."""
+    """`tooltrail_expectation_pass_ratio` and `tooltrail_expectation_results` per expectation,
+    and `tooltrail_scoring_backlog_conversations`."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
@@ -30,9 +33,14 @@ class ExpectationGauges(Collector):
         count = GaugeMetricFamily(
             "tooltrail_expectation_results", "current results", labels=["expectation", "passed"]
         )
+        waiting = GaugeMetricFamily(
+            "tooltrail_scoring_backlog_conversations",
+            "conversations changed since they were last scored (including those not settled)",
+        )
         try:
             with self.engine.connect() as conn:
                 rows = pass_ratios(conn)
+                waiting.add_metric([], backlog(conn))
         except SQLAlchemyError as exc:  # a scrape must not fail because the store is down
             log.warning("expectation gauges unavailable: %s", exc.__class__.__name__)
             rows = []
@@ -42,3 +50,4 @@ class ExpectationGauges(Collector):
             count.add_metric([slug, "false"], total - passed)
         yield ratio
         yield count
+        yield waiting

@@ -129,11 +129,35 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+# pg_advisory_lock key of `migrate` (any constant; the same in every tooltrail version)
+MIGRATION_LOCK = 0x746F6F6C7472  # "tooltr"
+
+
 def migrate(url: str) -> None:
-    """Apply every migration up to head."""
+    """Apply every migration up to head. On PostgreSQL under a session advisory lock, so
+    replicas starting together migrate one after another (the later ones find it at head)
+    instead of racing to create the same tables."""
     from alembic import command
 
-    command.upgrade(alembic_config(url), "head")
+    config = alembic_config(url)
+    if not normalise_url(url).startswith("postgresql"):
+        command.upgrade(config, "head")
+        return
+    engine = make_engine(url)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": MIGRATION_LOCK})
+            conn.commit()
+            try:
+                config.attributes["connection"] = conn
+                command.upgrade(config, "head")
+                conn.commit()
+            finally:  # (closing the session would release it too)
+                conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": MIGRATION_LOCK})
+                conn.commit()
+    finally:
+        engine.dispose()
 
 
 def schema_revisions(engine: Engine) -> tuple[str | None, str | None]:

@@ -14,6 +14,7 @@ from sqlalchemy import (
     and_,
     any_,
     bindparam,
+    func,
     or_,
     select,
     text,
@@ -62,6 +63,7 @@ class ConversationFacts:
     agents: tuple[str, ...]
     attributes: dict[str, Any]
     change_seq: int
+    last_seen: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,14 @@ def claim_dirty(
         .returning(c.id)
     )
     return sorted(cid for (cid,) in claimed)
+
+
+def backlog(conn: Connection) -> int:
+    """Conversations that changed since they were last scored (settled or not yet)."""
+    c = conversations.c
+    return int(conn.execute(
+        select(func.count()).select_from(conversations).where(c.scored_seq < c.change_seq)
+    ).scalar_one())
 
 
 def lock_free(conn: Connection, ids: Sequence[int], *, now: float) -> list[ConversationFacts]:
@@ -186,12 +196,15 @@ def active_expectations(conn: Connection) -> list[ActiveExpectation]:
 
 def _facts_query() -> Select[Any]:
     c = conversations.c
-    return select(c.id, c.key, c.service, c.agents, c.attributes, c.change_seq).order_by(c.id)
+    return select(
+        c.id, c.key, c.service, c.agents, c.attributes, c.change_seq, c.last_seen
+    ).order_by(c.id)
 
 
 def _facts(r: Any) -> ConversationFacts:
     return ConversationFacts(
-        r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {}, r.change_seq
+        r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {}, r.change_seq,
+        r.last_seen,
     )
 
 

@@ -93,6 +93,7 @@ class Writer:
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_queue_bytes = max_queue_bytes
+        metrics.queue_capacity_bytes.set(max_queue_bytes)
         self.max_group_spans = max_group_spans
         self.errors_keep = errors_keep
         self.retry_after = retry_after

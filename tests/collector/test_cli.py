@@ -20,7 +20,7 @@ from collector import cli
 from collector.config import Settings, env_name
 
 WORKER = {"database_url", "settle_seconds", "worker_poll_seconds", "worker_batch",
-          "lease_seconds", "log_level"}
+          "lease_seconds", "host", "worker_http_port", "log_level", "log_format"}
 
 
 def tooltrail(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,7 +41,7 @@ def flag(name: str) -> str:
 
 @pytest.mark.parametrize(
     ("command", "settings"),
-    [("migrate", {"database_url", "log_level"}), ("worker", WORKER),
+    [("migrate", {"database_url", "log_level", "log_format"}), ("worker", WORKER),
      ("serve", set(Settings.model_fields))],
 )
 def test_each_command_offers_only_its_settings(command: str, settings: set[str]) -> None:

@@ -186,8 +186,8 @@ def test_bad_ids_in_json_reject_the_span_alone(server: Server) -> None:
 def test_failures_are_counted_on_metrics(server: Server) -> None:
     post(server, b"\xff\x00garbage")
     text = httpx.get(f"{server.base_url}/metrics").text
-    for name in ("tooltrail_ingest_requests_total", "tooltrail_ingest_rejected_spans_total",
-                 "tooltrail_ingest_truncated_values_total", "tooltrail_writer_queue_bytes",
+    for name in ("tooltrail_ingest_requests_total", "tooltrail_ingest_truncated_values_total",
+                 "tooltrail_writer_queue_bytes", "tooltrail_writer_queue_capacity_bytes",
                  "tooltrail_writer_group_requests_bucket", "tooltrail_writer_failures_total"):
         assert name in text
 
