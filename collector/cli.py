@@ -95,7 +95,7 @@ class Registry:
 
 # modules that register subcommands or bench targets, each with `register(registry)` (imported
 # whenever the parser is built: they import what their commands need inside the commands)
-EXTENSIONS: tuple[str, ...] = ("collector.suites.cli",)
+EXTENSIONS: tuple[str, ...] = ("collector.suites.cli", "collector.governance.cli")
 
 
 def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
@@ -318,7 +318,7 @@ REGISTRY.add(Command("serve", "receivers + REST API + embedded worker", cmd_serv
 REGISTRY.add(Command(
     "worker", "a standalone scoring worker", cmd_worker,
     ("database_url", "settle_seconds", "worker_poll_seconds", "worker_batch", "lease_seconds",
-     "log_level"),
+     "log_level", "retention"),
 ))
 REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,

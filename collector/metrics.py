@@ -93,3 +93,9 @@ class Metrics:
         self.scored = Counter(
             "tooltrail_results", "results written by the worker", ["passed"], registry=r
         )
+        self.deleted_conversations = Counter(
+            "tooltrail_conversations_deleted",
+            "conversations deleted with everything derived from them",
+            ["reason"],  # retention | request
+            registry=r,
+        )

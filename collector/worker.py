@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector.governance import retention
 from collector.metrics import Metrics
 from collector.store import jobs, maintenance, scoring
 from collector.tasks import cancel
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
+RETENTION_INTERVAL = 10.0  # seconds between deletions of expired conversations
 MAX_SCHEMA_WAIT = 10.0  # longest pause between rounds while the schema is not at head
 
 
@@ -42,6 +44,7 @@ class WorkerConfig:
     batch: int
     lease_seconds: float
     log_level: str = "info"
+    retention_seconds: float | None = None  # None: conversations are kept forever
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -52,6 +55,7 @@ class WorkerConfig:
             batch=settings.worker_batch,
             lease_seconds=settings.lease_seconds,
             log_level=settings.log_level,
+            retention_seconds=retention_of(settings),
         )
 
 
@@ -67,6 +71,7 @@ class Worker:
         poll_seconds: float,
         batch: int,
         lease_seconds: float,
+        retention_seconds: float | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -78,6 +83,8 @@ class Worker:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._next_statistics = 0.0
+        self.retention_seconds = retention_seconds
+        self._next_retention = 0.0
         self._schema_wait = 0.0  # > 0 while the database's schema is not this version's
 
     @classmethod
@@ -90,6 +97,7 @@ class Worker:
             poll_seconds=config.poll_seconds,
             batch=config.batch,
             lease_seconds=config.lease_seconds,
+            retention_seconds=config.retention_seconds,
         )
 
     async def __aenter__(self) -> Worker:
@@ -164,6 +172,7 @@ class Worker:
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""
         self.refresh_statistics()
+        self.expire_conversations()
         return self.score_settled() + self.work_chunk()
 
     def refresh_statistics(self) -> None:
@@ -179,6 +188,23 @@ class Worker:
         except SQLAlchemyError:  # loop boundary: statistics are an optimisation
             self.metrics.loop_errors.labels("statistics").inc()
             log.warning("refreshing planner statistics failed", exc_info=True)
+
+    def expire_conversations(self) -> None:
+        """Every RETENTION_INTERVAL, with a retention: delete conversations last seen before
+        the cut-off, in bounded batches (`collector.governance.retention`). A failure is
+        logged; scoring goes on and the next interval retries."""
+        now = time.monotonic()
+        if self.retention_seconds is None or now < self._next_retention:
+            return
+        self._next_retention = now + min(RETENTION_INTERVAL, self.retention_seconds / 4)
+        try:
+            deleted = retention.expire(self.engine, self.retention_seconds)
+        except SQLAlchemyError:  # loop boundary: the next interval retries
+            self.metrics.loop_errors.labels("retention").inc()
+            log.warning("deleting expired conversations failed", exc_info=True)
+            return
+        if deleted:
+            self.metrics.deleted_conversations.labels("retention").inc(deleted)
 
     def score_settled(self) -> int:
         """Score the conversations that changed and have been quiet for the settle time."""
@@ -276,6 +302,13 @@ class Worker:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scoring.store_results(conn, scored, time.time(), done)
         return len(failed)
+
+
+def retention_of(settings: Settings) -> float | None:
+    """The retention setting in seconds, or None (keep forever)."""
+    if settings.retention is None:
+        return None
+    return retention.parse_duration(settings.retention)
 
 
 def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:
