@@ -226,3 +226,58 @@ def test_delete_removes_every_row_of_the_conversation(
     finally:
         engine.dispose()
     assert any(f"deleted conversation '{key}'" in line for line in secured.log)
+
+
+@pytest.mark.parametrize("deleted_after", ["conversations", "turns"])
+def test_a_write_racing_a_delete_is_retried_and_leaves_no_orphans(
+    pg_url: str, deleted_after: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL writers read conversations and turns without locks: a deletion committed
+    right after the writer's lookup must make the write retryable (never a permanent refusal
+    of a valid span, never tool calls without their conversation), and the retry stores it."""
+    from collector.store import persist
+    from collector.store.tables import tool_calls
+    from collector.store.writer import StoreUnavailable, classify
+
+    migrate(pg_url)
+    engine, deleter = make_engine(pg_url), make_engine(pg_url)
+    try:
+        tp, exporter = capture()
+        agent_turn(tp, "racing", [ToolStep("lookup_order", {"order_id": 1}, {}),
+                                  ToolStep("issue_refund", {"amount": 2}, "ok")])
+        chat, first, second, root = exporter.get_finished_spans()
+        if deleted_after == "conversations":  # the second write adds a new turn
+            agent_turn(tp, "racing", [ToolStep("lookup_order", {"order_id": 3}, {})])
+            later = exporter.get_finished_spans()[4:]
+        else:  # the second write adds a call to the stored turn
+            later = (second,)
+        with engine.begin() as conn:
+            write_batches(conn, [extract(to_request([chat, first, root]), ExtractOptions())],
+                          time.time())
+        batch = extract(to_request(later), ExtractOptions())
+        real_lookup = persist.lookup
+
+        def lookup_then_delete(conn: Any, table: str, *args: Any) -> list[Any]:
+            found = real_lookup(conn, table, *args)
+            if table == deleted_after and found:
+                with deleter.begin() as other:
+                    assert retention.delete_by_key(other, "racing")
+            return found
+
+        monkeypatch.setattr(persist, "lookup", lookup_then_delete)
+        with pytest.raises(Exception) as raised, engine.begin() as conn:
+            write_batches(conn, [batch], time.time())
+        assert isinstance(classify(raised.value), StoreUnavailable), raised.value
+        monkeypatch.setattr(persist, "lookup", real_lookup)
+        with engine.begin() as conn:  # the retry
+            write_batches(conn, [batch], time.time())
+        with engine.connect() as conn:
+            live = set(conn.execute(select(conversations.c.id)).scalars())
+            owners = set(conn.execute(select(tool_calls.c.conversation_id)).scalars())
+            names = conn.execute(select(tool_calls.c.name)).scalars().all()
+        assert owners <= live and len(live) == 1
+        assert sorted(names) == (["lookup_order"] if deleted_after == "conversations"
+                                 else ["issue_refund"])
+    finally:
+        engine.dispose()
+        deleter.dispose()
