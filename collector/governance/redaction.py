@@ -26,6 +26,8 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+import re2
 import yaml
 
 from collector.extract.fields import ARGUMENT_KEYS, RESULT_KEYS
@@ -35,6 +37,7 @@ Action = Literal["drop", "mask", "hash"]
 ACTIONS = ("drop", "mask", "hash")
 MASK = "[redacted]"
 HASH_PREFIX = "hmac-sha256:"
+MAX_CACHED = 10_000  # cached names (tools, keys) per policy
 HASH_HEX = 32  # hex digits kept of the 64 (128 bits: collisions are not a concern)
 
 # The attributes extraction reads a call's arguments and result from (collector.extract.fields).
@@ -42,6 +45,11 @@ EXTRACTED_KEYS = frozenset(key for key, _ in ARGUMENT_KEYS) | frozenset(RESULT_K
 
 EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 CARD = r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"  # 13–19 digits; Luhn-checked below
+
+
+CARD_RUN = b"0" * 13
+CARD_DIGITS = re2.compile(rb"\d(?:[ -]?\d){12}")  # linear time: it scans whole JSON texts
+DIGIT_MAP = bytes(ord("0") if chr(i).isdigit() and i < 128 else ord("x") for i in range(256))
 
 
 class RedactionError(ValueError):
@@ -90,6 +98,19 @@ class Pattern:
     name: str
     regex: re.Pattern[str]
     luhn: bool = False
+    hints: str | tuple[str, ...] = ()  # a match holds one of these: texts without are skipped
+    prefilter: str = ""  # built-ins: how a JSON text is ruled out at once (`may_match`)
+
+    def may_match(self, blob: bytes) -> bool:
+        """False only when no string inside the JSON document `blob` holds a match: exact for
+        the built-in patterns (JSON escapes none of their characters), True for custom ones."""
+        if self.prefilter == "@":
+            return b"@" in blob
+        if self.prefilter == "digits":
+            # digits → 0, separators removed, anything else → x: a card is a run of 13 zeros
+            return CARD_RUN in blob.translate(DIGIT_MAP, b" -") and (
+                CARD_DIGITS.search(blob) is not None)
+        return True
 
     def sub(self, text: str) -> str:
         marker = f"[redacted:{self.name}]"
@@ -99,9 +120,43 @@ class Pattern:
 
 
 BUILTIN_PATTERNS = {
-    "email": Pattern("email", re.compile(EMAIL)),
-    "card": Pattern("card", re.compile(CARD), luhn=True),
+    # hints: most texts are rejected by substring tests, far cheaper than a regex scan
+    "email": Pattern("email", re.compile(EMAIL), hints="@", prefilter="@"),
+    "card": Pattern("card", re.compile(CARD), luhn=True, hints="0123456789",
+                    prefilter="digits"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class KeyMatcher:
+    """The key rules of one tool's arguments or result, with each key's rule found once."""
+
+    rules: tuple[KeyRule, ...]
+    seen: dict[str, KeyRule | None]
+    literals: tuple[bytes | None, ...] = ()
+
+    @classmethod
+    def of(cls, rules: tuple[KeyRule, ...]) -> KeyMatcher:
+        return cls(rules, {}, tuple(_literal(r.key) for r in rules))
+
+    def may_match(self, blob: bytes | None) -> bool:
+        """False only when no key of the JSON document `blob` can match a rule: every key a
+        glob matches holds the glob's longest literal part (rules without a usable literal
+        always walk)."""
+        if blob is None:
+            return True
+        return any(literal is None or literal in blob for literal in self.literals)
+
+    def rule(self, key: str) -> KeyRule | None:
+        """The first rule whose glob matches `key`, or None."""
+        try:
+            return self.seen[key]
+        except KeyError:
+            pass
+        found = next((r for r in self.rules if fnmatchcase(key, r.key)), None)
+        if len(self.seen) < MAX_CACHED:
+            self.seen[key] = found
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +168,10 @@ class Policy:
     patterns: tuple[Pattern, ...] = ()
     secret: bytes = b""
     attributes: Literal["all", "none"] | tuple[str, ...] = "all"  # a tuple: allowed globs
-    _by_tool: dict[str, tuple[KeyRule, ...]] = field(default_factory=dict, compare=False)
+    # (tool, arguments | result) → its key rules, found once: tool names are few
+    _matchers: dict[tuple[str, str], KeyMatcher | None] = field(default_factory=dict,
+                                                                compare=False)
+    _hashes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def redacts(self) -> bool:
@@ -137,35 +195,62 @@ class Policy:
         )
 
     def call(self, call: ToolCall) -> ToolCall:
-        rules = self.rules_for(call.name)
-        arguments = self.value(call.arguments, [r for r in rules if r.arguments])
-        result = self.value(call.result, [r for r in rules if r.result])
+        attributes = self.kept_attributes(call.attributes)
         raw = call.arguments_raw
+        # one JSON text of the call: what cannot match a rule or a pattern is not walked
+        blob = _json((call.arguments, call.result, attributes, call.error, raw))
+        scan = self.patterns_may_match(blob)
+        keys = self.matcher(call.name, "arguments")
+        arguments = self.value(call.arguments, keys if keys is None or keys.may_match(
+            blob) else None, scan)
+        found = self.matcher(call.name, "result")
+        result = self.value(call.result, found if found is None or found.may_match(
+            blob) else None, scan)
         if raw is not None:
             # the raw text holds every argument as sent: keyed rules cannot reach into it
-            raw = None if any(r.arguments for r in rules) else self.text(raw)
+            raw = None if keys is not None else self.text(raw)
         return call.evolve(
             arguments=arguments,
             arguments_raw=raw,
             result=result,
-            error=None if call.error is None else self.text(call.error),
-            attributes=self.value(self.kept_attributes(call.attributes), []),
+            error=None if call.error is None or not scan else self.text(call.error),
+            attributes=self.value(attributes, None, scan) if scan else attributes,
         )
 
     def trace(self, trace: TraceInfo) -> TraceInfo:
-        if not trace.attributes:
+        if not trace.attributes or not self.may_match(trace.attributes):
             return trace
-        return replace(trace, attributes=self.value(trace.attributes, []))
+        return replace(trace, attributes=self.value(trace.attributes, None, True))
+
+    def may_match(self, values: Any) -> bool:
+        """False when no pattern can match any string inside `values`."""
+        return self.patterns_may_match(_json(values))
+
+    def patterns_may_match(self, blob: bytes | None) -> bool:
+        """False when no pattern can match a string inside the JSON document `blob` (one pass
+        over it per pattern: far cheaper than a regex over each string)."""
+        if not self.patterns:
+            return False
+        if blob is None:
+            return True
+        return any(pattern.may_match(blob) for pattern in self.patterns)
 
     def refusal(self, span: RejectedSpan) -> RejectedSpan:
         return replace(span, reason=self.text(span.reason), name=self.text(span.name))
 
-    def rules_for(self, tool: str) -> tuple[KeyRule, ...]:
-        found = self._by_tool.get(tool)
-        if found is None:
-            found = tuple(r for r in self.keys if fnmatchcase(tool, r.tool))
-            if len(self._by_tool) < 10_000:  # tool names are few; bound the cache regardless
-                self._by_tool[tool] = found
+    def matcher(self, tool: str, where: str) -> KeyMatcher | None:
+        """The key rules for `tool`'s arguments or result; None when none applies."""
+        if not self.keys:
+            return None
+        cache_key = (tool, where)
+        try:
+            return self._matchers[cache_key]
+        except KeyError:
+            pass
+        rules = tuple(r for r in self.keys if getattr(r, where) and fnmatchcase(tool, r.tool))
+        found = KeyMatcher.of(rules) if rules else None
+        if len(self._matchers) < MAX_CACHED:  # bounded whatever names arrive
+            self._matchers[cache_key] = found
         return found
 
     def kept_attributes(self, attributes: dict[str, Any]) -> dict[str, Any]:
@@ -177,30 +262,65 @@ class Policy:
         return {k: v for k, v in attributes.items()
                 if k not in EXTRACTED_KEYS and any(fnmatchcase(k, g) for g in allowed)}
 
-    def value(self, value: Any, rules: list[KeyRule]) -> Any:
-        """`value` with key rules applied to its mappings (at any depth) and patterns to its
-        strings."""
+    def value(self, value: Any, keys: KeyMatcher | None, scan: bool = True) -> Any:
+        """`value` with key rules applied to its mappings (at any depth) and, when `scan`,
+        patterns to its strings."""
         if isinstance(value, str):
-            return self.text(value)
+            return self.text(value) if scan else value
+        if keys is None and not scan:
+            return value
         if isinstance(value, dict):
+            if keys is None:
+                return {key: self.value(item, None) for key, item in value.items()}
             out: dict[str, Any] = {}
             for key, item in value.items():
-                rule = next((r for r in rules if fnmatchcase(key, r.key)), None)
+                rule = keys.rule(key)
                 if rule is None:
-                    out[key] = self.value(item, rules)
+                    out[key] = self.value(item, keys, scan)
                 elif rule.action == "mask":
                     out[key] = MASK
                 elif rule.action == "hash":
-                    out[key] = hash_value(self.secret, item)
+                    out[key] = self.hashed(item)
             return out
         if isinstance(value, list):
-            return [self.value(item, rules) for item in value]
+            return [self.value(item, keys, scan) for item in value]
         return value
+
+    def hashed(self, value: Any) -> str:
+        """hash_value with this policy's secret; strings' hashes are cached (ids recur)."""
+        if not isinstance(value, str):
+            return hash_value(self.secret, value)
+        found = self._hashes.get(value)
+        if found is None:
+            found = hash_value(self.secret, value)
+            if len(self._hashes) >= MAX_CACHED:
+                self._hashes.clear()
+            self._hashes[value] = found
+        return found
 
     def text(self, text: str) -> str:
         for pattern in self.patterns:
-            text = pattern.sub(text)
+            if not pattern.hints or any(map(text.__contains__, pattern.hints)):
+                text = pattern.sub(text)
         return text
+
+
+def _literal(glob: str) -> bytes | None:
+    """The longest literal part of `glob` as it appears in JSON text, or None when it has
+    none or JSON would escape it (quotes, backslashes, controls, non-ASCII)."""
+    literal = max(re.split(r"\[[^\]]*\]?|[*?]", glob), key=len)
+    if not literal or not literal.isascii() or any(c in literal for c in '"\\') or min(
+            map(ord, literal)) < 32:
+        return None
+    return literal.encode()
+
+
+def _json(value: Any) -> bytes | None:
+    """`value` as JSON text, or None when orjson cannot write it (then everything is walked)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
 
 
 def load_policy(rules_file: str | None, secret: str | None, span_attributes: str) -> Policy:
