@@ -166,6 +166,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"tooltrail serve: invalid API keys: {exc}", file=sys.stderr)
         return 2
+    from collector.governance.redaction import RedactionError, load_policy
+
+    try:  # the same for the redaction rules
+        load_policy(settings.redaction_rules, settings.redaction_secret, settings.span_attributes)
+    except RedactionError as exc:
+        print(f"tooltrail serve: {exc}", file=sys.stderr)
+        return 2
     if settings.migrate:
         migrate(settings.database_url)
     exposed = exposure_warning(settings)

@@ -174,3 +174,14 @@ def test_card_pattern_needs_the_luhn_check_and_hash_rules_need_a_secret(
     bad.write_text(yaml.safe_dump({"keys": [{"key": "x", "action": "shred"}]}))
     with pytest.raises(RedactionError, match=r"keys\[0\]: `action` is one of drop, mask, hash"):
         load_policy(str(bad), SECRET, "all")
+
+
+def test_serve_refuses_unusable_rules_in_one_line(tmp_path: Path, rules_file: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "collector.cli", "serve", "--database-url",
+         f"sqlite:///{tmp_path / 'x.db'}", "--redaction-rules", str(rules_file)],
+        capture_output=True, text=True, timeout=60, check=False,
+        env={k: v for k, v in os.environ.items() if k != "TOOLTRAIL_REDACTION_SECRET"})
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"tooltrail serve: redaction rules {rules_file}: `hash` rules "
+                                   "need a secret (TOOLTRAIL_REDACTION_SECRET)")
