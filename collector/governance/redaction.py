@@ -48,7 +48,9 @@ CARD = r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"  # 13–19 digits; Luhn-checke
 
 
 CARD_RUN = b"0" * 13
-CARD_DIGITS = re2.compile(rb"\d(?:[ -]?\d){12}")  # linear time: it scans whole JSON texts
+# runs of digits, spaces and hyphens holding 13 digits or more (linear time: it scans whole
+# JSON texts)
+CARD_CANDIDATES = re2.compile(rb"\d(?:[ -]*\d){12}[\d -]*")
 DIGIT_MAP = bytes(ord("0") if chr(i).isdigit() and i < 128 else ord("x") for i in range(256))
 
 
@@ -108,8 +110,16 @@ class Pattern:
             return b"@" in blob
         if self.prefilter == "digits":
             # digits → 0, separators removed, anything else → x: a card is a run of 13 zeros
-            return CARD_RUN in blob.translate(DIGIT_MAP, b" -") and (
-                CARD_DIGITS.search(blob) is not None)
+            if CARD_RUN not in blob.translate(DIGIT_MAP, b" -"):
+                return False
+            # every match lies inside one run of digits, spaces and hyphens: look at those
+            # runs (with a character either side, for the pattern's lookarounds) only
+            for run in CARD_CANDIDATES.finditer(blob):
+                start, end = run.span()
+                window = blob[max(0, start - 1):end + 1].decode("utf-8", "replace")
+                if self.sub(window) != window:
+                    return True
+            return False
         return True
 
     def sub(self, text: str) -> str:
@@ -122,7 +132,7 @@ class Pattern:
 BUILTIN_PATTERNS = {
     # hints: most texts are rejected by substring tests, far cheaper than a regex scan
     "email": Pattern("email", re.compile(EMAIL), hints="@", prefilter="@"),
-    "card": Pattern("card", re.compile(CARD), luhn=True, hints="0123456789",
+    "card": Pattern("card", re.compile(CARD, re.ASCII), luhn=True, hints="0123456789",
                     prefilter="digits"),
 }
 

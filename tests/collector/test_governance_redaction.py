@@ -185,3 +185,27 @@ def test_serve_refuses_unusable_rules_in_one_line(tmp_path: Path, rules_file: Pa
     assert done.returncode == 2
     assert done.stderr.strip() == (f"tooltrail serve: redaction rules {rules_file}: `hash` rules "
                                    "need a secret (TOOLTRAIL_REDACTION_SECRET)")
+
+
+TRICKY = [
+    {"a": ["x", {"b": f"\n{CARD}\t"}]},
+    {"a": f'"{CARD_DIGITS}"', "n": 4111111111111111},  # a JSON number is not a string value
+    {"a": "4111-1111-1111-1111 and 1234567890123"},
+    {"a": "é4111111111111111é", "b": "conv-b86455b100000001-0000"},
+    {"a": "x" * 300 + EMAIL.upper()},
+    {"k": "no digits here", "l": ["12 34 56 78 90 12 3"]},
+    {"nested": {"deep": [[[f"mail {EMAIL}"]]]}},
+]
+
+
+@pytest.mark.parametrize("value", TRICKY)
+def test_ruling_a_call_out_at_once_never_misses_what_the_walk_finds(
+    value: dict[str, object], rules_file: Path,
+) -> None:
+    policy = load_policy(str(rules_file), SECRET, "all")
+    walked = policy.value(value, None, True)
+    redacted = policy.call(call(arguments=value, result=value, attributes={}))
+    assert redacted.arguments == walked and redacted.result == walked
+    # the walk itself redacts whatever holds an email or a card number (the check has teeth)
+    holds = any(s in json.dumps(value) for s in ("4111", EMAIL, EMAIL.upper()))
+    assert (walked != value) == holds
