@@ -95,7 +95,7 @@ class Registry:
 
 # modules that register subcommands or bench targets, each with `register(registry)` (imported
 # whenever the parser is built: they import what their commands need inside the commands)
-EXTENSIONS: tuple[str, ...] = ("collector.suites.cli",)
+EXTENSIONS: tuple[str, ...] = ("collector.suites.cli", "collector.governance.cli")
 
 
 def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
@@ -161,6 +161,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     except (OSError, ValueError) as exc:
         print(f"tooltrail serve: invalid API keys: {exc}", file=sys.stderr)
+        return 2
+    from collector.governance.redaction import RedactionError, load_policy
+
+    try:  # the same for the redaction rules
+        load_policy(settings.redaction_rules, settings.redaction_secret, settings.span_attributes)
+    except RedactionError as exc:
+        print(f"tooltrail serve: {exc}", file=sys.stderr)
         return 2
     if settings.migrate:
         migrate(settings.database_url)
@@ -330,7 +337,7 @@ REGISTRY.add(Command("serve", "receivers + REST API + embedded worker", cmd_serv
 REGISTRY.add(Command(
     "worker", "a standalone scoring worker", cmd_worker,
     ("database_url", "settle_seconds", "worker_poll_seconds", "worker_batch", "lease_seconds",
-     "host", "worker_http_port", "log_level", "log_format"),
+     "host", "worker_http_port", "log_level", "log_format", "retention"),
 ))
 REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,

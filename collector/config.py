@@ -29,7 +29,8 @@ from pydantic_settings import (
 
 MIB = 1024 * 1024
 ENV_PREFIX = "TOOLTRAIL_"
-SECRET_FIELDS = frozenset({"api_keys"})  # their values are never echoed in an error
+# their values are never echoed in an error
+SECRET_FIELDS = frozenset({"api_keys", "redaction_secret"})
 
 
 class SettingsError(ValueError):
@@ -143,6 +144,30 @@ class Settings(BaseSettings):
     )
     api_keys_file: str | None = Field(None, description="a file of API keys, one per line")
     log_level: LogLevel = Field("info", description="debug | info | warning | error | critical")
+    # data governance (collector.governance; docs/redaction.md)
+    retention: str | None = Field(
+        None, description="delete conversations last seen longer ago than this (30d, 12h, 90m, "
+        "45s); unset keeps them forever",
+    )
+    redaction_rules: str | None = Field(
+        None, description="a YAML/JSON file of redaction rules applied before anything is stored"
+    )
+    redaction_secret: str | None = Field(
+        None, description="the HMAC key of `hash` redaction rules (keep it secret and stable)"
+    )
+    span_attributes: str = Field(
+        "all", description="span attributes kept beside each call: all | none | key globs, "
+        "comma-separated (extracted arguments and results are never kept twice)",
+    )
+
+    @field_validator("retention")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        from collector.governance.retention import parse_duration
+
+        if value is not None:
+            parse_duration(value)
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -148,6 +148,12 @@ class Metrics:
             buckets=SCORE_DELAY_BUCKETS,
             registry=r,
         )
+        self.deleted_conversations = Counter(
+            "tooltrail_conversations_deleted",
+            "conversations deleted with everything derived from them",
+            ["reason"],  # retention | request
+            registry=r,
+        )
 
 
 class _Shared(Collector):

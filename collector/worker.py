@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector.governance import retention
 from collector.metrics import Metrics
 from collector.store import jobs, maintenance, scoring
 from collector.tasks import cancel
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 STATISTICS_INTERVAL = 10.0  # seconds between checks of the tables' planner statistics
 MAX_BACKOFF = 10.0  # longest pause between rounds while they fail
+RETENTION_INTERVAL = 10.0  # seconds between deletions of expired conversations
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class WorkerConfig:
     lease_seconds: float
     log_level: str = "info"
     log_format: str = "text"
+    retention_seconds: float | None = None  # None: conversations are kept forever
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -56,6 +59,7 @@ class WorkerConfig:
             lease_seconds=settings.lease_seconds,
             log_level=settings.log_level,
             log_format=settings.log_format,
+            retention_seconds=retention_of(settings),
         )
 
 
@@ -71,6 +75,7 @@ class Worker:
         poll_seconds: float,
         batch: int,
         lease_seconds: float,
+        retention_seconds: float | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -86,6 +91,8 @@ class Worker:
         self._trouble: str | None = None  # "schema" or "unreachable" once that has been logged
         # where a settled conversation's time-to-score goes (a worker process relays it)
         self.on_scored: Callable[[float], None] = metrics.score_delay.observe
+        self.retention_seconds = retention_seconds
+        self._next_retention = 0.0
 
     @classmethod
     def from_config(cls, engine: Engine, metrics: Metrics, config: WorkerConfig) -> Worker:
@@ -97,6 +104,7 @@ class Worker:
             poll_seconds=config.poll_seconds,
             batch=config.batch,
             lease_seconds=config.lease_seconds,
+            retention_seconds=config.retention_seconds,
         )
 
     async def __aenter__(self) -> Worker:
@@ -191,6 +199,7 @@ class Worker:
     def round(self) -> int:
         """One round: score settled conversations, then one chunk of a job. Returns work done."""
         self.refresh_statistics()
+        self.expire_conversations()
         return self.score_settled() + self.work_chunk()
 
     def refresh_statistics(self) -> None:
@@ -206,6 +215,23 @@ class Worker:
         except SQLAlchemyError:  # loop boundary: statistics are an optimisation
             self.metrics.loop_errors.labels("statistics").inc()
             log.warning("refreshing planner statistics failed", exc_info=True)
+
+    def expire_conversations(self) -> None:
+        """Every RETENTION_INTERVAL, with a retention: delete conversations last seen before
+        the cut-off, in bounded batches (`collector.governance.retention`). A failure is
+        logged; scoring goes on and the next interval retries."""
+        now = time.monotonic()
+        if self.retention_seconds is None or now < self._next_retention:
+            return
+        self._next_retention = now + min(RETENTION_INTERVAL, self.retention_seconds / 4)
+        try:
+            deleted = retention.expire(self.engine, self.retention_seconds)
+        except SQLAlchemyError:  # loop boundary: the next interval retries
+            self.metrics.loop_errors.labels("retention").inc()
+            log.warning("deleting expired conversations failed", exc_info=True)
+            return
+        if deleted:
+            self.metrics.deleted_conversations.labels("retention").inc(deleted)
 
     def score_settled(self) -> int:
         """Score the conversations that changed and have been quiet for the settle time."""
@@ -306,6 +332,13 @@ class Worker:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scoring.store_results(conn, scored, time.time(), done)
         return len(failed)
+
+
+def retention_of(settings: Settings) -> float | None:
+    """The retention setting in seconds, or None (keep forever)."""
+    if settings.retention is None:
+        return None
+    return retention.parse_duration(settings.retention)
 
 
 def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:

@@ -45,7 +45,7 @@ Report = tuple[Counts, list[float]]  # counter totals, time-to-score observation
 def counts(metrics: Metrics) -> Counts:
     """The totals of the counters a worker increments."""
     out: Counts = {}
-    for name in ("scored", "loop_errors"):
+    for name in ("scored", "loop_errors", "deleted_conversations"):
         for family in getattr(metrics, name).collect():
             for sample in family.samples:
                 if sample.name.endswith("_total"):

@@ -153,3 +153,22 @@ def test_no_file_cites_the_design_pack_as_if_it_were_here() -> None:
                 offenders.append(f"{path.relative_to(ROOT)} cites {name}")
     assert len(files) > 100  # the walk found the repository
     assert not offenders, "; ".join(offenders) + " (cite docs/ or ARCHITECTURE.md)"
+
+
+def test_operations_lists_every_setting_and_command_flags_as_the_cli_has_them() -> None:
+    """docs/operations.md's settings table names every Settings field, and its commands table
+    names exactly the settings each command offers (collector.cli's registry)."""
+    from collector.cli import ALL, registry
+    from collector.config import Settings
+
+    text = (ROOT / "docs" / "operations.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines()
+            if line.startswith("| `")}
+    assert set(Settings.model_fields) <= rows, set(Settings.model_fields) - rows
+    for name, command in registry().commands.items():
+        if not command.settings or command.settings == ALL:
+            continue
+        (row,) = [line for line in text.splitlines()
+                  if re.match(rf"\| `tooltrail {re.escape(name)}[` ]", line)]
+        listed = {part.strip().strip("`") for part in row.split("|")[3].split(",")}
+        assert listed == set(command.settings), (name, listed ^ set(command.settings))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -18,6 +19,7 @@ from collector.api.routes import capture, conversations, expectations, health, j
 from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
+from collector.governance.redaction import load_policy
 from collector.ingest import Ingest, Offload, Pipeline
 from collector.metrics import Metrics
 from collector.receivers import http as http_receiver
@@ -60,7 +62,8 @@ def create_app(settings: Settings) -> FastAPI:
     )
     pipeline = Pipeline(
         decode=decode_body,
-        prepare=prepare,
+        prepare=partial(prepare, redact=load_policy(
+            settings.redaction_rules, settings.redaction_secret, settings.span_attributes).apply),
         options=ExtractOptions(
             conversation_keys=tuple(settings.conversation_keys),
             keep_plumbing=settings.keep_plumbing,

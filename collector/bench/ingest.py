@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,8 @@ from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traces import RequestFactory, Shape
 from collector.clihelp import HelpFormatter
 from collector.extract import ExtractOptions, extract
+from collector.governance.redaction import load_policy
+from collector.model import Batch
 from collector.receivers.codec import PROTOBUF, decode_body
 from collector.store.db import make_engine, migrate
 from collector.store.persist import prepare, write_prepared
@@ -76,18 +78,22 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def inprocess_limit(url: str, shape: Shape, requests: int, group: int, seconds: float) -> float:
-    """Spans/s of decode + extract + prepare + bulk insert in this one process, no network."""
+def inprocess_limit(url: str, shape: Shape, requests: int, group: int, seconds: float,
+                    redact: Callable[[Batch], Batch] | None = None,
+                    clock: Callable[[], float] = time.perf_counter) -> float:
+    """Spans/s of decode + extract + prepare (with `redact`, the service's redaction policy)
+    + bulk insert in this one process, no network; per second of `clock` (wall time, or this
+    process's CPU time, which other processes' load disturbs less)."""
     migrate(url)
     engine = make_engine(url)
     factory = RequestFactory(shape)
     bodies = [factory.make(i // 4)[0] for i in range(requests)]
     spans = 0
-    started = time.perf_counter()
+    started, clock_started = time.perf_counter(), clock()
     pending = []
     for body in bodies:
         request, _ = decode_body(body, PROTOBUF, None, 64 * MB)
-        pending.append(prepare(extract(request, ExtractOptions())))
+        pending.append(prepare(extract(request, ExtractOptions()), redact))
         spans += factory.span_count
         if len(pending) == group:
             with engine.begin() as conn:
@@ -98,7 +104,7 @@ def inprocess_limit(url: str, shape: Shape, requests: int, group: int, seconds: 
     if pending:
         with engine.begin() as conn:
             write_prepared(conn, pending, time.time())
-    elapsed = time.perf_counter() - started
+    elapsed = clock() - clock_started
     engine.dispose()
     return spans / elapsed
 
@@ -269,6 +275,26 @@ def sdk_phase(server: ServerProcess, transport: str, seconds: float, clients: in
     return acked[0] / elapsed
 
 
+def redaction_cost(args: argparse.Namespace, report: Report, shape: Shape, url: str | None,
+                   tmp: str) -> None:
+    """The in-process limit without and with the redaction rules, alternated over rounds on the
+    same requests (each on a fresh SQLite file, or the given PostgreSQL store), per CPU second
+    of this process; the best of each, and the cost of redaction as a share of the rate
+    without it."""
+    policy = load_policy(args.redaction_rules, args.redaction_secret, args.span_attributes)
+    best = {"off": 0.0, "on": 0.0}
+    for n in range(args.redaction_rounds):
+        plain = load_policy(None, None, args.span_attributes)  # the service without rules
+        for mode, redact in (("off", plain.apply), ("on", policy.apply)):
+            limit_url = url or f"sqlite:///{Path(tmp) / f'redaction-{mode}-{n}.db'}"
+            best[mode] = max(best[mode], inprocess_limit(
+                limit_url, shape, args.inprocess_requests, args.group, args.seconds, redact,
+                clock=time.process_time))
+    report.add("in-process, redaction off (spans per CPU second)", best["off"])
+    report.add("in-process, redaction on (spans per CPU second)", best["on"])
+    report.add("redaction cost (%)", 100.0 * (1 - best["on"] / best["off"]))
+
+
 async def run(args: argparse.Namespace) -> Report:
     """Every phase; returns the report."""
     shape = Shape(spans=args.spans_per_request, turns_per_conversation=5)
@@ -280,6 +306,10 @@ async def run(args: argparse.Namespace) -> Report:
         print(f"tooltrail bench ingest — store {store}, {report.shape['spans_per_request']} "
               f"spans/request, {args.clients} clients per phase", flush=True)
         limit_url = url if store == "postgresql" else f"sqlite:///{Path(tmp) / 'limit.db'}"
+        if args.redaction_rules:
+            redaction_cost(args, report, shape, url if store == "postgresql" else None, tmp)
+            if args.redaction_only:
+                return report
         report.add("in-process limit (spans/s)", inprocess_limit(
             limit_url, shape, args.inprocess_requests, args.group, args.seconds))
         report.add("generator (spans/s)", generator_rate(shape))
@@ -402,6 +432,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--group", type=int, default=8, help="requests per in-process transaction")
     p.add_argument("--server-flag", action="append", default=[],
                    help="extra flag for `tooltrail serve` (repeat; e.g. --server-flag=--no-worker)")
+    p.add_argument("--redaction-rules", metavar="FILE",
+                   help="also measure the in-process limit with and without these redaction "
+                   "rules (docs/redaction.md), alternated in this run, and print the cost")
+    p.add_argument("--redaction-secret", default="bench-secret", help="their HMAC key")
+    p.add_argument("--span-attributes", default="all", help="their span attributes setting")
+    p.add_argument("--redaction-rounds", type=int, default=3,
+                   help="rounds of off/on measurements (the best of each is reported)")
+    p.add_argument("--redaction-only", action="store_true",
+                   help="with --redaction-rules: stop after that comparison")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 

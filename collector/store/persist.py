@@ -356,6 +356,17 @@ WHERE c.id = seen.id
 """
 
 
+class ConversationsDeleted(Exception):
+    """Conversations a write adds to were deleted since it looked them up (retention, DELETE):
+    a serialization conflict (SQLSTATE 40001), so the request is retried, and the retry creates
+    them afresh."""
+
+    sqlstate = "40001"
+
+    def __init__(self, ids: list[int]) -> None:
+        super().__init__(f"conversations {ids} were deleted concurrently; retry")
+
+
 def refresh_conversations(
     conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float
 ) -> None:
@@ -369,10 +380,12 @@ def refresh_conversations(
         # NO KEY UPDATE: two recounts exclude each other, but not the key-share locks that
         # inserting turns takes (turns' foreign key); FOR UPDATE would conflict with those,
         # and two groups that both added turns to one conversation would deadlock.
-        conn.exec_driver_sql(
+        locked = conn.exec_driver_sql(
             "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
             (id_list,),
-        )
+        ).all()
+        if len(locked) < len(id_list):  # its calls would be left without their conversation
+            raise ConversationsDeleted(sorted(set(id_list) - {cid for (cid,) in locked}))
         conn.exec_driver_sql(REFRESH_PG, {
             "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,
         })

@@ -5,6 +5,7 @@ ingest worker processes and pickles back fast."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,8 +64,12 @@ def call_row(call: ToolCall, counter: list[int]) -> tuple[Any, ...]:
     )
 
 
-def prepare(batch: Batch) -> PreparedBatch:
-    """Serialise a Batch for writing (pure; safe to run in a worker process)."""
+def prepare(batch: Batch, redact: Callable[[Batch], Batch] | None = None) -> PreparedBatch:
+    """Serialise a Batch for writing (pure; safe to run in a worker process). `redact` (the
+    service's `collector.governance.redaction.Policy.apply`) runs first: every way in passes
+    here, so nothing it removes reaches the store."""
+    if redact is not None:
+        batch = redact(batch)
     counter = [0]
     calls = tuple(call_row(c, counter) for c in batch.calls)
     return PreparedBatch(

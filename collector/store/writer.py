@@ -38,7 +38,9 @@ MAX_PENDING_ERROR_ROWS = 1000  # ingest-error rows waiting for a commit; older o
 PRUNE_EVERY = 500  # error rows written between two prunes of the ingest_errors table
 # SQLSTATE classes and codes after which the same write can succeed later
 RETRYABLE_SQLSTATE_CLASSES = ("08", "53", "57", "58", "40")
-RETRYABLE_SQLSTATES = ("55P03", "55006", "25006")
+# 23503: the writer's only foreign key is a turn's conversation, which a concurrent deletion
+# (collector.governance.retention) removed after the writer looked it up; the retry creates it.
+RETRYABLE_SQLSTATES = ("55P03", "55006", "25006", "23503")
 RETRYABLE_SQLITE = ("locked", "busy", "disk i/o", "unable to open", "database or disk is full",
                     "readonly")
 

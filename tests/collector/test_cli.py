@@ -20,7 +20,7 @@ from collector import cli
 from collector.config import Settings, env_name
 
 WORKER = {"database_url", "settle_seconds", "worker_poll_seconds", "worker_batch",
-          "lease_seconds", "host", "worker_http_port", "log_level", "log_format"}
+          "lease_seconds", "host", "worker_http_port", "log_level", "log_format", "retention"}
 
 
 def tooltrail(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

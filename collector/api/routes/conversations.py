@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
 from collector.api import convert
@@ -16,6 +17,7 @@ from collector.api.deps import (
     ReadConn,
     State,
     TimeParam,
+    WriteConn,
     decode_cursor,
     page,
     parse_time,
@@ -27,8 +29,11 @@ from collector.api.schemas import (
     ConversationResults,
     ErrorBody,
 )
+from collector.governance import retention
 from collector.store import queries
 from collector.store.state import scoring_state
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(
     prefix="/api/v1/conversations",
@@ -121,3 +126,14 @@ def get_conversation(key: str, conn: ReadConn) -> ConversationOut:
     if row is None:
         raise ApiError(404, f"no conversation {key!r}")
     return convert.conversation(row, queries.conversation_turns(conn, row["id"]))
+
+
+@router.delete("/{key:path}", status_code=204, responses={403: {"model": ErrorBody}})
+def delete_conversation(key: str, conn: WriteConn, app: State) -> Response:
+    """Delete one conversation with its turns, tool calls, results and ingest errors (an
+    admin key: privacy requests). Spans of it that arrive later make a new conversation."""
+    if not retention.delete_by_key(conn, key):
+        raise ApiError(404, f"no conversation {key!r}")
+    app.metrics.deleted_conversations.labels("request").inc()
+    log.info("deleted conversation %r and everything derived from it (on request)", key)
+    return Response(status_code=204)

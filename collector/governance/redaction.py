@@ -1,0 +1,411 @@
+"""Redaction at ingest: rules applied to every tool call before anything is stored.
+
+`store.rows.prepare` applies a `Policy` to each batch; every way in (OTLP spans, explicit
+calls, A2A tasks, ADK events) passes through it, in the ingest worker processes or inline, so
+there is one place redaction happens. A policy is plain data and pickles to those processes.
+
+- Key rules: argument and result keys (at any depth) matched by glob, for tools matched by
+  glob, are dropped, masked (`MASK`) or hashed (`hash_value`: HMAC-SHA256 with the configured
+  secret, so equal values stay equal and an expectation can name the hashed value).
+- Patterns: regular expressions over every string value (arguments, results, raw arguments,
+  error messages, kept span attributes, conversation attributes, refusal reasons) are masked.
+- Span attributes kept beside a call: `all`, `none`, or an allowlist of globs; the attributes
+  extraction read the arguments and result from are never kept (they would store them twice).
+
+docs/redaction.md describes the rules file and how to write expectations over hashed values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import re2
+import yaml
+
+from collector.extract.fields import ARGUMENT_KEYS, RESULT_KEYS
+from collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
+
+Action = Literal["drop", "mask", "hash"]
+ACTIONS = ("drop", "mask", "hash")
+MASK = "[redacted]"
+HASH_PREFIX = "hmac-sha256:"
+MAX_CACHED = 10_000  # cached names (tools, keys) per policy
+HASH_HEX = 32  # hex digits kept of the 64 (128 bits: collisions are not a concern)
+
+# The attributes extraction reads a call's arguments and result from (collector.extract.fields).
+EXTRACTED_KEYS = frozenset(key for key, _ in ARGUMENT_KEYS) | frozenset(RESULT_KEYS)
+
+EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
+CARD = r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"  # 13–19 digits; Luhn-checked below
+
+
+CARD_RUN = b"0" * 13
+# runs of digits, spaces and hyphens holding 13 digits or more (linear time: it scans whole
+# JSON texts)
+CARD_CANDIDATES = re2.compile(rb"\d(?:[ -]*\d){12}[\d -]*")
+DIGIT_MAP = bytes(ord("0") if chr(i).isdigit() and i < 128 else ord("x") for i in range(256))
+
+
+class RedactionError(ValueError):
+    """Redaction settings that cannot be used; the message is one line, for the user."""
+
+
+def hash_value(secret: bytes, value: Any) -> str:
+    """The keyed hash a `hash` rule stores in place of `value`.
+
+    A string is hashed as its UTF-8 text; any other JSON value as its canonical JSON (sorted
+    keys, no spaces, non-ASCII kept): HMAC-SHA256(secret, bytes), the first HASH_HEX hex
+    digits, prefixed by HASH_PREFIX. `tooltrail redact-hash VALUE` prints it."""
+    text = value if isinstance(value, str) else json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hmac.new(secret, text.encode("utf-8", "replace"), hashlib.sha256).hexdigest()
+    return HASH_PREFIX + digest[:HASH_HEX]
+
+
+def luhn(digits: str) -> bool:
+    """True when the digits (separators ignored) pass the Luhn check card numbers carry."""
+    numbers = [int(c) for c in digits if c.isdigit()]
+    total = 0
+    for i, n in enumerate(reversed(numbers)):
+        if i % 2:
+            n = n * 2 - 9 if n > 4 else n * 2
+        total += n
+    return total % 10 == 0
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRule:
+    """Keys matching `key` (glob) in the arguments and/or result of tools matching `tool`."""
+
+    key: str
+    action: Action
+    tool: str = "*"
+    arguments: bool = True
+    result: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """A regular expression whose matches in string values are replaced by `[redacted:NAME]`;
+    `luhn` keeps only matches that pass the Luhn check (card numbers, not any long number)."""
+
+    name: str
+    regex: re.Pattern[str]
+    luhn: bool = False
+    hints: str | tuple[str, ...] = ()  # a match holds one of these: texts without are skipped
+    prefilter: str = ""  # built-ins: how a JSON text is ruled out at once (`may_match`)
+
+    def may_match(self, blob: bytes) -> bool:
+        """False only when no string inside the JSON document `blob` holds a match: exact for
+        the built-in patterns (JSON escapes none of their characters), True for custom ones."""
+        if self.prefilter == "@":
+            return b"@" in blob
+        if self.prefilter == "digits":
+            # digits → 0, separators removed, anything else → x: a card is a run of 13 zeros
+            if CARD_RUN not in blob.translate(DIGIT_MAP, b" -"):
+                return False
+            # every match lies inside one run of digits, spaces and hyphens: look at those
+            # runs (with a character either side, for the pattern's lookarounds) only
+            for run in CARD_CANDIDATES.finditer(blob):
+                start, end = run.span()
+                window = blob[max(0, start - 1):end + 1].decode("utf-8", "replace")
+                if self.sub(window) != window:
+                    return True
+            return False
+        return True
+
+    def sub(self, text: str) -> str:
+        marker = f"[redacted:{self.name}]"
+        if not self.luhn:
+            return self.regex.sub(marker, text)
+        return self.regex.sub(lambda m: marker if luhn(m.group()) else m.group(), text)
+
+
+BUILTIN_PATTERNS = {
+    # hints: most texts are rejected by substring tests, far cheaper than a regex scan
+    "email": Pattern("email", re.compile(EMAIL), hints="@", prefilter="@"),
+    "card": Pattern("card", re.compile(CARD, re.ASCII), luhn=True, hints="0123456789",
+                    prefilter="digits"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class KeyMatcher:
+    """The key rules of one tool's arguments or result, with each key's rule found once."""
+
+    rules: tuple[KeyRule, ...]
+    seen: dict[str, KeyRule | None]
+    literals: tuple[bytes | None, ...] = ()
+
+    @classmethod
+    def of(cls, rules: tuple[KeyRule, ...]) -> KeyMatcher:
+        return cls(rules, {}, tuple(_literal(r.key) for r in rules))
+
+    def may_match(self, blob: bytes | None) -> bool:
+        """False only when no key of the JSON document `blob` can match a rule: every key a
+        glob matches holds the glob's longest literal part (rules without a usable literal
+        always walk)."""
+        if blob is None:
+            return True
+        return any(literal is None or literal in blob for literal in self.literals)
+
+    def rule(self, key: str) -> KeyRule | None:
+        """The first rule whose glob matches `key`, or None."""
+        try:
+            return self.seen[key]
+        except KeyError:
+            pass
+        found = next((r for r in self.rules if fnmatchcase(key, r.key)), None)
+        if len(self.seen) < MAX_CACHED:
+            self.seen[key] = found
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What is removed from a batch before it is stored. The default removes nothing but the
+    span attributes extraction read the arguments and result from."""
+
+    keys: tuple[KeyRule, ...] = ()
+    patterns: tuple[Pattern, ...] = ()
+    secret: bytes = b""
+    attributes: Literal["all", "none"] | tuple[str, ...] = "all"  # a tuple: allowed globs
+    # (tool, arguments | result) → its key rules, found once: tool names are few
+    _matchers: dict[tuple[str, str], KeyMatcher | None] = field(default_factory=dict,
+                                                                compare=False)
+    _hashes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def redacts(self) -> bool:
+        """True when values (not only attribute keys) may change."""
+        return bool(self.keys or self.patterns)
+
+    def apply(self, batch: Batch) -> Batch:
+        """The batch with every call, trace and refusal redacted."""
+        if not self.redacts:
+            if self.attributes == "all" and not any(
+                    EXTRACTED_KEYS.intersection(c.attributes) for c in batch.calls):
+                return batch
+            return replace(batch, calls=tuple(
+                c.evolve(attributes=self.kept_attributes(c.attributes)) for c in batch.calls))
+        return replace(
+            batch,
+            calls=tuple(self.call(c) for c in batch.calls),
+            traces=tuple(self.trace(t) for t in batch.traces),
+            rejected=tuple(self.refusal(r) for r in batch.rejected),
+            unextracted=tuple(self.refusal(r) for r in batch.unextracted),
+        )
+
+    def call(self, call: ToolCall) -> ToolCall:
+        attributes = self.kept_attributes(call.attributes)
+        raw = call.arguments_raw
+        # one JSON text of the call: what cannot match a rule or a pattern is not walked
+        blob = _json((call.arguments, call.result, attributes, call.error, raw))
+        scan = self.patterns_may_match(blob)
+        keys = self.matcher(call.name, "arguments")
+        arguments = self.value(call.arguments, keys if keys is None or keys.may_match(
+            blob) else None, scan)
+        found = self.matcher(call.name, "result")
+        result = self.value(call.result, found if found is None or found.may_match(
+            blob) else None, scan)
+        if raw is not None:
+            # the raw text holds every argument as sent: keyed rules cannot reach into it
+            raw = None if keys is not None else self.text(raw)
+        return call.evolve(
+            arguments=arguments,
+            arguments_raw=raw,
+            result=result,
+            error=None if call.error is None or not scan else self.text(call.error),
+            attributes=self.value(attributes, None, scan) if scan else attributes,
+        )
+
+    def trace(self, trace: TraceInfo) -> TraceInfo:
+        if not trace.attributes or not self.may_match(trace.attributes):
+            return trace
+        return replace(trace, attributes=self.value(trace.attributes, None, True))
+
+    def may_match(self, values: Any) -> bool:
+        """False when no pattern can match any string inside `values`."""
+        return self.patterns_may_match(_json(values))
+
+    def patterns_may_match(self, blob: bytes | None) -> bool:
+        """False when no pattern can match a string inside the JSON document `blob` (one pass
+        over it per pattern: far cheaper than a regex over each string)."""
+        if not self.patterns:
+            return False
+        if blob is None:
+            return True
+        return any(pattern.may_match(blob) for pattern in self.patterns)
+
+    def refusal(self, span: RejectedSpan) -> RejectedSpan:
+        return replace(span, reason=self.text(span.reason), name=self.text(span.name))
+
+    def matcher(self, tool: str, where: str) -> KeyMatcher | None:
+        """The key rules for `tool`'s arguments or result; None when none applies."""
+        if not self.keys:
+            return None
+        cache_key = (tool, where)
+        try:
+            return self._matchers[cache_key]
+        except KeyError:
+            pass
+        rules = tuple(r for r in self.keys if getattr(r, where) and fnmatchcase(tool, r.tool))
+        found = KeyMatcher.of(rules) if rules else None
+        if len(self._matchers) < MAX_CACHED:  # bounded whatever names arrive
+            self._matchers[cache_key] = found
+        return found
+
+    def kept_attributes(self, attributes: dict[str, Any]) -> dict[str, Any]:
+        if self.attributes == "none":
+            return {}
+        if self.attributes == "all":
+            return {k: v for k, v in attributes.items() if k not in EXTRACTED_KEYS}
+        allowed = self.attributes
+        return {k: v for k, v in attributes.items()
+                if k not in EXTRACTED_KEYS and any(fnmatchcase(k, g) for g in allowed)}
+
+    def value(self, value: Any, keys: KeyMatcher | None, scan: bool = True) -> Any:
+        """`value` with key rules applied to its mappings (at any depth) and, when `scan`,
+        patterns to its strings."""
+        if isinstance(value, str):
+            return self.text(value) if scan else value
+        if keys is None and not scan:
+            return value
+        if isinstance(value, dict):
+            if keys is None:
+                return {key: self.value(item, None) for key, item in value.items()}
+            out: dict[str, Any] = {}
+            for key, item in value.items():
+                rule = keys.rule(key)
+                if rule is None:
+                    out[key] = self.value(item, keys, scan)
+                elif rule.action == "mask":
+                    out[key] = MASK
+                elif rule.action == "hash":
+                    out[key] = self.hashed(item)
+            return out
+        if isinstance(value, list):
+            return [self.value(item, keys, scan) for item in value]
+        return value
+
+    def hashed(self, value: Any) -> str:
+        """hash_value with this policy's secret; strings' hashes are cached (ids recur)."""
+        if not isinstance(value, str):
+            return hash_value(self.secret, value)
+        found = self._hashes.get(value)
+        if found is None:
+            found = hash_value(self.secret, value)
+            if len(self._hashes) >= MAX_CACHED:
+                self._hashes.clear()
+            self._hashes[value] = found
+        return found
+
+    def text(self, text: str) -> str:
+        for pattern in self.patterns:
+            if not pattern.hints or any(map(text.__contains__, pattern.hints)):
+                text = pattern.sub(text)
+        return text
+
+
+def _literal(glob: str) -> bytes | None:
+    """The longest literal part of `glob` as it appears in JSON text, or None when it has
+    none or JSON would escape it (quotes, backslashes, controls, non-ASCII)."""
+    literal = max(re.split(r"\[[^\]]*\]?|[*?]", glob), key=len)
+    if not literal or not literal.isascii() or any(c in literal for c in '"\\') or min(
+            map(ord, literal)) < 32:
+        return None
+    return literal.encode()
+
+
+def _json(value: Any) -> bytes | None:
+    """`value` as JSON text, or None when orjson cannot write it (then everything is walked)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+
+
+def load_policy(rules_file: str | None, secret: str | None, span_attributes: str) -> Policy:
+    """The policy of the settings; raises RedactionError naming what is wrong."""
+    attributes = parse_span_attributes(span_attributes)
+    if rules_file is None:
+        return Policy(attributes=attributes)
+    path = Path(rules_file)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise RedactionError(f"redaction rules {path}: {' '.join(str(exc).split())}") from None
+    try:
+        keys, patterns = parse_rules(data)
+    except (ValueError, TypeError, re.error) as exc:
+        raise RedactionError(f"redaction rules {path}: {exc}") from None
+    if any(r.action == "hash" for r in keys) and not secret:
+        raise RedactionError(
+            f"redaction rules {path}: `hash` rules need a secret (TOOLTRAIL_REDACTION_SECRET)")
+    return Policy(keys=keys, patterns=patterns, secret=(secret or "").encode(),
+                  attributes=attributes)
+
+
+def parse_span_attributes(value: str) -> Literal["all", "none"] | tuple[str, ...]:
+    """`all`, `none`, or comma-separated globs of the span attribute keys to keep."""
+    text = value.strip()
+    if text in ("all", "none"):
+        return "all" if text == "all" else "none"
+    globs = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not globs:
+        raise RedactionError("span_attributes: `all`, `none` or comma-separated key globs")
+    return globs
+
+
+def parse_rules(data: Any) -> tuple[tuple[KeyRule, ...], tuple[Pattern, ...]]:
+    """`{keys: [{key, action, tool?, in?}], patterns: [NAME | {name, regex}]}`."""
+    if not isinstance(data, dict) or set(data) - {"keys", "patterns"}:
+        raise ValueError("expected a mapping with `keys` and/or `patterns`")
+    keys = tuple(_key_rule(i, r) for i, r in enumerate(_list(data, "keys")))
+    patterns = tuple(_pattern(i, p) for i, p in enumerate(_list(data, "patterns")))
+    return keys, patterns
+
+
+def _list(data: dict[str, Any], name: str) -> list[Any]:
+    value = data.get(name) or []
+    if not isinstance(value, list):
+        raise ValueError(f"`{name}` must be a list")
+    return value
+
+
+def _key_rule(i: int, rule: Any) -> KeyRule:
+    where = f"keys[{i}]"
+    if not isinstance(rule, dict) or set(rule) - {"key", "action", "tool", "in"}:
+        raise ValueError(f"{where}: expected {{key, action, tool?, in?}}")
+    key, action, tool = rule.get("key"), rule.get("action"), rule.get("tool", "*")
+    if not isinstance(key, str) or not key or not isinstance(tool, str) or not tool:
+        raise ValueError(f"{where}: `key` and `tool` are non-empty globs")
+    if action not in ACTIONS:
+        raise ValueError(f"{where}: `action` is one of {', '.join(ACTIONS)}")
+    scope = rule.get("in", "both")
+    if scope not in ("arguments", "result", "both"):
+        raise ValueError(f"{where}: `in` is arguments, result or both")
+    return KeyRule(key, action, tool, scope != "result", scope != "arguments")
+
+
+def _pattern(i: int, item: Any) -> Pattern:
+    if isinstance(item, str):
+        if item not in BUILTIN_PATTERNS:
+            raise ValueError(f"patterns[{i}]: no built-in pattern {item!r} "
+                             f"({', '.join(BUILTIN_PATTERNS)}; or {{name, regex}})")
+        return BUILTIN_PATTERNS[item]
+    if not isinstance(item, dict) or set(item) != {"name", "regex"}:
+        raise ValueError(f"patterns[{i}]: a built-in name or {{name, regex}}")
+    name, regex = item["name"], item["regex"]
+    if not isinstance(name, str) or not isinstance(regex, str) or not regex:
+        raise ValueError(f"patterns[{i}]: `name` and `regex` are strings")
+    return Pattern(name, re.compile(regex))
+
