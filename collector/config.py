@@ -135,6 +135,29 @@ class Settings(BaseSettings):
     )
     api_keys_file: str | None = Field(None, description="a file of API keys, one per line")
     log_level: LogLevel = Field("info", description="debug | info | warning | error | critical")
+    # Production signals and drift (collector.production; docs/signals.md)
+    signals: bool = Field(
+        True, description="the worker keeps production signals per service version and agent"
+    )
+    signals_gauge_versions: int = Field(
+        5, gt=0, description="versions per service kept in the signal gauges (most recent)"
+    )
+    signals_gauge_window_seconds: float = Field(
+        86400.0, gt=0, description="the signal gauges cover the last this many seconds"
+    )
+    drift_alpha: float = Field(
+        0.01, gt=0, lt=1, description="a drift measure is flagged only below this p-value"
+    )
+    drift_min_turns: int = Field(30, ge=1, description="turns each side needs for a drift flag")
+    drift_min_zero_rate_diff: float = Field(
+        0.10, ge=0, le=1, description="smallest zero-tool-turn rate difference flagged"
+    )
+    drift_min_tool_mix_distance: float = Field(
+        0.10, ge=0, le=1, description="smallest tool-mix Jensen-Shannon distance flagged"
+    )
+    drift_min_calls_shift: float = Field(
+        0.5, ge=0, description="smallest change of mean calls per turn flagged"
+    )
 
     @field_validator("database_url")
     @classmethod

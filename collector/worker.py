@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from collector.metrics import Metrics
-from collector.store import jobs, maintenance, scoring
+from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
 from matcher import Selector, score
 from matcher.selector import parse_selector
@@ -42,6 +42,7 @@ class WorkerConfig:
     batch: int
     lease_seconds: float
     log_level: str = "info"
+    signals: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -52,6 +53,7 @@ class WorkerConfig:
             batch=settings.worker_batch,
             lease_seconds=settings.lease_seconds,
             log_level=settings.log_level,
+            signals=settings.signals,
         )
 
 
@@ -67,6 +69,7 @@ class Worker:
         poll_seconds: float,
         batch: int,
         lease_seconds: float,
+        signals: bool = True,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -74,6 +77,7 @@ class Worker:
         self.poll = poll_seconds
         self.batch = batch
         self.lease = lease_seconds
+        self.signals = signals
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -90,6 +94,7 @@ class Worker:
             poll_seconds=config.poll_seconds,
             batch=config.batch,
             lease_seconds=config.lease_seconds,
+            signals=config.signals,
         )
 
     async def __aenter__(self) -> Worker:
@@ -198,6 +203,8 @@ class Worker:
                 active = scoring.active_expectations(conn)
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
+                if self.signals:
+                    production.record(conn, [f.id for f in facts])
                 self._score(conn, facts, active)
                 scoring.release(conn, self.owner, owned, facts)
         except Exception:  # loop boundary: free the leases so the work is retried

@@ -14,7 +14,16 @@ from collector.api import errors, openapi
 from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
 from collector.api.gauges import ExpectationGauges
-from collector.api.routes import capture, conversations, expectations, health, jobs, results, score
+from collector.api.routes import (
+    capture,
+    conversations,
+    expectations,
+    health,
+    jobs,
+    results,
+    score,
+    signals,
+)
 from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
@@ -116,6 +125,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
     app.include_router(capture.router(ingest, settings))
-    for module in (health, conversations, expectations, results, score, jobs, ui):
+    for module in (health, conversations, expectations, results, score, jobs, signals, ui):
         app.include_router(module.router)
     return app
