@@ -1,0 +1,84 @@
+"""collector.store.production on both stores: buckets corrected by differences as
+conversations change (late calls, a turn re-keyed to its real conversation), never doubled."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import Engine, func, inspect, select
+
+from collector.extract import extract
+from collector.store import production
+from collector.store.db import make_engine, migrate
+from collector.store.persist import write_batches
+from collector.store.tables import conversations, signal_buckets, signal_turns
+from tests.spans import ToolStep, agent_turn, capture, to_request
+
+
+def record_all(engine: Engine) -> None:
+    with engine.begin() as conn:
+        production.record(conn, list(conn.execute(select(conversations.c.id)).scalars()))
+
+
+def test_late_calls_and_a_rekeyed_turn_are_counted_once(database_url: str) -> None:
+    migrate(database_url)
+    engine = make_engine(database_url)
+    tp, spans = capture()
+    trace_id = agent_turn(tp, "conv-sig", [ToolStep("a", {"x": 1}, 1),
+                                           ToolStep("b", {}, raises="boom")])
+    agent_turn(tp, "conv-sig", [])
+    finished = spans.get_finished_spans()
+    tools = [s for s in finished if s.name.startswith("execute_tool")
+             and format(s.context.trace_id, "032x") == trace_id]
+    first, late = tools[:1], tools[1:]
+    rest = [s for s in finished if s not in tools]
+
+    with engine.begin() as conn:
+        write_batches(conn, [extract(to_request(first))], time.time())
+    record_all(engine)
+    with engine.connect() as conn:
+        (only,) = production.totals(conn).values()
+    assert (only.turns, only.calls, only.failed) == (1, 1, 0)
+
+    with engine.begin() as conn:  # the late call, then the roots: the turn is re-keyed
+        write_batches(conn, [extract(to_request(late))], time.time())
+        write_batches(conn, [extract(to_request(rest))], time.time())
+    record_all(engine)
+    record_all(engine)  # nothing changed: nothing moves
+    with engine.connect() as conn:
+        totals = production.totals(conn)
+        assert list(totals) == [("support-agent", "")]
+        counts = totals[("support-agent", "")]
+        assert (counts.turns, counts.zero_turns, counts.calls, counts.failed) == (2, 1, 2, 1)
+        assert counts.tools == {"a": 1, "b": 1}
+        assert counts.histogram == {"0": 1, "2": 1}
+        assert conn.execute(select(func.count()).select_from(signal_turns)).scalar() == 2
+        rows = production.buckets(conn, service="support-agent", width=production.DAY)
+        assert sum(r.counts.turns for r in rows) == 2
+        assert production.latest_versions(conn, window=10 * 365 * 86400, cap=1,
+                                          now=time.time()) == totals
+    engine.dispose()
+
+
+def test_migration_0004_creates_and_drops_the_signal_tables(database_url: str) -> None:
+    from alembic import command
+
+    from collector.store.db import alembic_config
+
+    config = alembic_config(database_url)
+    command.upgrade(config, "0003")
+    engine = make_engine(database_url)
+    assert "signal_buckets" not in inspect(engine).get_table_names()
+    command.upgrade(config, "0004")
+    engine.dispose()
+    assert {"signal_turns", "signal_buckets"} <= set(inspect(engine).get_table_names())
+    with engine.begin() as conn:
+        conn.execute(signal_buckets.insert(), [{
+            "service": "s", "version": "1", "agent": "", "bucket": 0, "turns": 1,
+            "zero_turns": 1, "calls": 0, "calls_sq": 0, "failed": 0, "unexecuted": 0,
+            "pending": 0, "histogram": {"0": 1}, "tools": {}}])
+    command.downgrade(config, "0003")
+    engine.dispose()
+    assert "signal_buckets" not in inspect(engine).get_table_names()
+    command.upgrade(config, "head")
+    engine.dispose()
