@@ -13,7 +13,7 @@ from collector import __version__
 from collector.api import errors, openapi
 from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
-from collector.api.gauges import ExpectationGauges
+from collector.api.gauges import ExpectationGauges, SignalGauges
 from collector.api.routes import (
     capture,
     conversations,
@@ -56,6 +56,8 @@ def create_app(settings: Settings) -> FastAPI:
     engine = make_engine(settings.database_url, background_checkpoint=True)
     checkpointer = WalCheckpointer(settings.database_url)
     metrics.registry.register(ExpectationGauges(engine))
+    metrics.registry.register(SignalGauges(engine, window=settings.signals_gauge_window_seconds,
+                                           cap=settings.signals_gauge_versions))
     read_engine = make_engine(settings.database_url, read_only=True)
     writer = Writer(
         engine,

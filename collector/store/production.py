@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, delete, func, select
 
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
@@ -240,24 +240,26 @@ def totals(
     return out
 
 
+def version_recency(
+    conn: Connection, *, window: float, now: float | None = None
+) -> dict[tuple[str, str], int]:
+    """(service, version) → start of its newest bucket in the last `window` seconds."""
+    since = (now if now is not None else time.time()) - window
+    b = signal_buckets.c
+    return {(svc, ver): last for svc, ver, last in conn.execute(
+        select(b.service, b.version, func.max(b.bucket))
+        .where(b.bucket >= int(since) // HOUR * HOUR).group_by(b.service, b.version))}
+
+
 def latest_versions(
     conn: Connection, *, window: float, cap: int, now: float | None = None
 ) -> dict[tuple[str, str], Counts]:
     """Counts per (service, version) over the last `window` seconds, keeping per service only
     the `cap` versions seen most recently (the gauges' label cardinality bound)."""
-    since = (now if now is not None else time.time()) - window
-    b = signal_buckets.c
-    recent: dict[str, list[tuple[int, str]]] = {}
-    for svc, ver, last in conn.execute(
-        select(b.service, b.version, b.bucket).where(b.bucket >= int(since) // HOUR * HOUR)
-        .group_by(b.service, b.version, b.bucket)
-    ):
-        recent.setdefault(svc, []).append((last, ver))
-    keep: set[tuple[str, str]] = set()
-    for svc, seen in recent.items():
-        newest: dict[str, int] = {}
-        for last, ver in seen:
-            newest[ver] = max(newest.get(ver, 0), last)
-        for ver in sorted(newest, key=lambda v: (-newest[v], v))[:cap]:
-            keep.add((svc, ver))
-    return {k: v for k, v in totals(conn, since=since).items() if k in keep}
+    now = now if now is not None else time.time()
+    per_service: dict[str, list[tuple[int, str]]] = {}
+    for (svc, ver), last in version_recency(conn, window=window, now=now).items():
+        per_service.setdefault(svc, []).append((last, ver))
+    keep = {(svc, ver) for svc, seen in per_service.items()
+            for _, ver in sorted(seen, key=lambda lv: (-lv[0], lv[1]))[:cap]}
+    return {k: v for k, v in totals(conn, since=now - window).items() if k in keep}

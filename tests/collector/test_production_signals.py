@@ -9,8 +9,11 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from tests.server import running_server
 
@@ -63,7 +66,9 @@ def by_version(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -> None:
-    with running_server(database_url) as server, server.client() as client:
+    # the capture's timestamps are older than a day: the gauges' window covers them
+    env = {"TOOLTRAIL_SIGNALS_GAUGE_WINDOW_SECONDS": "1e10"}
+    with running_server(database_url, env=env) as server, server.client() as client:
         for version, drop in (("1.3", False), ("1.3-canary", False), ("1.4", True)):
             response = client.post("/v1/traces", json=replay(version, COPIES, drop_half=drop))
             assert response.status_code == 200, response.text
@@ -110,6 +115,36 @@ def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -
 
         bad = client.get("/api/v1/signals/drift", params={"service": SERVICE})
         assert bad.status_code == 400
+        metrics = client.get("/metrics").text
+        v2_zero = f'tooltrail_signal_zero_tool_turn_ratio{{service="{SERVICE}",version="1.4"}}'
+        assert float(metric_value(metrics, v2_zero)) == 2 / 3
+        v1_failed = f'tooltrail_signal_failed_call_ratio{{service="{SERVICE}",version="1.3"}}'
+        assert float(metric_value(metrics, v1_failed)) == 1 / 5
+        check_rules(metrics)
         schema = client.get("/openapi.json").json()
         assert "/api/v1/signals/drift" in schema["paths"]
         assert "zero_tool_rate" in schema["components"]["schemas"]["Figures"]["properties"]
+
+
+RULES = Path(__file__).parents[2] / "deploy" / "prometheus" / "production-signals.rules.yml"
+
+
+def metric_value(text: str, series: str) -> str:
+    for line in text.splitlines():
+        if line.startswith(series + " "):
+            return line.split()[-1]
+    raise AssertionError(f"{series} not on /metrics")
+
+
+def check_rules(metrics: str) -> None:
+    """The example alert rules parse as Prometheus rule groups and query only metrics that
+    /metrics exports."""
+    exported = {line.split()[2] for line in metrics.splitlines() if line.startswith("# TYPE ")}
+    groups = yaml.safe_load(RULES.read_text())["groups"]
+    alerts = [rule for group in groups for rule in group["rules"]]
+    assert {r["alert"] for r in alerts} >= {"TooltrailAgentStoppedCallingTools",
+                                            "TooltrailToolMixShift"}
+    for rule in alerts:
+        assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}, rule
+        names = set(re.findall(r"\btooltrail_[a-z_]+", rule["expr"]))
+        assert names and names <= exported, (rule["alert"], names - exported)
