@@ -121,6 +121,11 @@ def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -
         v1_failed = f'tooltrail_signal_failed_call_ratio{{service="{SERVICE}",version="1.3"}}'
         assert float(metric_value(metrics, v1_failed)) == 1 / 5
         check_rules(metrics)
+        page = client.get("/ui/signals", params={"service": SERVICE})
+        assert page.status_code == 200
+        for version in ("1.3", "1.3-canary", "1.4"):
+            assert f'<th scope="col" class="mono">{version}</th>' in page.text
+        assert "66.7 %" in page.text and "33.3 %" in page.text
         schema = client.get("/openapi.json").json()
         assert "/api/v1/signals/drift" in schema["paths"]
         assert "zero_tool_rate" in schema["components"]["schemas"]["Figures"]["properties"]
