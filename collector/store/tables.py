@@ -79,6 +79,8 @@ turns = Table(
     Column("key_rank", Integer, nullable=False),
     Column("has_agent_root", Boolean, nullable=False, default=False),
     Column("agents", Json, nullable=False, default=list),
+    # the trace's root span (migration 0004): evaluation events exported are parented to it
+    Column("root_span_id", Text),
     Index("ix_turns_conversation", "conversation_id", "start_ns"),
 )
 

@@ -6,6 +6,10 @@ pending approval, calls per tool) under its (service, service.version, agent, ho
 (collector.store.production). New tables only: nothing stored before is rewritten; the worker
 fills them for conversations that change from now on.
 
+`turns.root_span_id`: the trace's root span id, so verdicts exported as OpenTelemetry
+`gen_ai.evaluation.result` events are parented to the turn they judge (null for turns stored
+before, or whose root span never arrived).
+
 Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-01 17:40:00
@@ -27,6 +31,7 @@ Json = sa.JSON().with_variant(JSONB(), "postgresql")
 
 
 def upgrade() -> None:
+    op.add_column("turns", sa.Column("root_span_id", sa.Text()))
     op.create_table(
         "signal_turns",
         sa.Column("turn_id", Id, primary_key=True, autoincrement=False),
@@ -65,3 +70,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("signal_buckets")
     op.drop_table("signal_turns")
+    with op.batch_alter_table("turns") as batch_op:
+        batch_op.drop_column("root_span_id")
