@@ -155,6 +155,16 @@ class Settings(BaseSettings):
     drift_min_tool_mix_distance: float = Field(
         0.10, ge=0, le=1, description="smallest tool-mix Jensen-Shannon distance flagged"
     )
+    export_otlp_endpoint: str | None = Field(
+        None, description="send every verdict as a gen_ai.evaluation.result event over "
+        "OTLP/HTTP to this URL (…/v1/logs is added when missing)"
+    )
+    export_otlp_headers: CommaList = Field(
+        default_factory=list, description="headers of the verdict export, key=value"
+    )
+    export_queue_size: int = Field(
+        2048, gt=0, description="verdict events queued for export at most (then dropped)"
+    )
     drift_min_calls_shift: float = Field(
         0.5, ge=0, description="smallest change of mean calls per turn flagged"
     )

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from collector.metrics import Metrics
+from collector.production.export import EvaluationExporter, parse_headers
 from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
 from matcher import Selector, score
@@ -43,6 +44,9 @@ class WorkerConfig:
     lease_seconds: float
     log_level: str = "info"
     signals: bool = True
+    export_endpoint: str | None = None
+    export_headers: tuple[tuple[str, str], ...] = ()
+    export_queue: int = 2048
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -54,6 +58,9 @@ class WorkerConfig:
             lease_seconds=settings.lease_seconds,
             log_level=settings.log_level,
             signals=settings.signals,
+            export_endpoint=settings.export_otlp_endpoint,
+            export_headers=tuple(parse_headers(settings.export_otlp_headers).items()),
+            export_queue=settings.export_queue_size,
         )
 
 
@@ -70,6 +77,7 @@ class Worker:
         batch: int,
         lease_seconds: float,
         signals: bool = True,
+        exporter: EvaluationExporter | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -78,6 +86,7 @@ class Worker:
         self.batch = batch
         self.lease = lease_seconds
         self.signals = signals
+        self.exporter = exporter
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -95,6 +104,9 @@ class Worker:
             batch=config.batch,
             lease_seconds=config.lease_seconds,
             signals=config.signals,
+            exporter=EvaluationExporter(config.export_endpoint, dict(config.export_headers),
+                                        metrics.registry, max_queue=config.export_queue)
+            if config.export_endpoint else None,
         )
 
     async def __aenter__(self) -> Worker:
@@ -110,6 +122,8 @@ class Worker:
         """Stop after the current round. Safe if never started."""
         await cancel(self._task)
         self._task = None
+        if self.exporter is not None:
+            await asyncio.to_thread(self.exporter.shutdown)
 
     def wake(self) -> None:
         """Start the next round now (e.g. an expectation was created)."""
@@ -282,6 +296,8 @@ class Worker:
             for result in results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scoring.store_results(conn, scored, time.time(), done)
+        if self.exporter is not None and scored:
+            self.exporter.emit(production.verdicts(conn, scored))
         return len(failed)
 
 

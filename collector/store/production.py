@@ -18,8 +18,9 @@ from sqlalchemy import Connection, delete, func, select
 
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
+from collector.production.export import Verdict
 from collector.store.persist import insert_ignore
-from collector.store.scoring import NOT_EXECUTED, among, trajectories
+from collector.store.scoring import NOT_EXECUTED, Scored, among, scope_key, trajectories
 from collector.store.tables import (
     SIGNAL_KEY,
     conversations,
@@ -263,3 +264,41 @@ def latest_versions(
     keep = {(svc, ver) for svc, seen in per_service.items()
             for _, ver in sorted(seen, key=lambda lv: (-lv[0], lv[1]))[:cap]}
     return {k: v for k, v in totals(conn, since=now - window).items() if k in keep}
+
+
+def verdicts(conn: Connection, scored: Sequence[Scored]) -> list[Verdict]:
+    """The results of `scored` as exportable verdicts, each with the root span of the turn it
+    judges: turn `i` for a per-turn result, the conversation's last turn with a known root
+    otherwise."""
+    ids = sorted({s.conversation.id for s in scored})
+    order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in ids}
+    roots: dict[int, tuple[str, str | None]] = {}
+    t = turns.c
+    for cid, tid, key, trace_id, root in conn.execute(
+        select(t.conversation_id, t.id, t.turn_key, t.trace_id, t.root_span_id)
+        .where(among(conn, t.conversation_id, ids)).order_by(t.conversation_id, t.start_ns, t.id)
+    ):
+        order[cid].append((tid, key))
+        roots[tid] = (trace_id, root)
+    spans: dict[int, list[tuple[str, str] | None]] = {}
+    for cid in ids:
+        per_turn: list[tuple[str, str] | None] = []
+        for stored, explicit in logical_turns(order[cid]):
+            found = [roots[tid] for tid in (stored, explicit) if tid is not None]
+            per_turn.append(next(((tr, sp) for tr, sp in found if sp), None))
+        spans[cid] = per_turn
+    out: list[Verdict] = []
+    for s in scored:
+        per_turn = spans.get(s.conversation.id, [])
+        for result in s.results:
+            index = result.scope.get("turn") if result.scope.get("kind") == "turn" else None
+            if isinstance(index, int) and 0 <= index < len(per_turn):
+                parent = per_turn[index]
+            else:
+                parent = next((p for p in reversed(per_turn) if p), None)
+            out.append(Verdict(
+                expectation=s.expectation.slug, expectation_version=s.expectation.version,
+                conversation=s.conversation.key, passed=result.passed, score=result.score,
+                reason=result.reason, scope=scope_key(result.scope),
+                trace_id=parent[0] if parent else None, span_id=parent[1] if parent else None))
+    return out
