@@ -20,7 +20,7 @@ from collector.metrics import Metrics
 from collector.production.export import EvaluationExporter, parse_headers
 from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
-from matcher import Selector, score
+from matcher import Selector, Trajectory, score
 from matcher.selector import parse_selector
 
 if TYPE_CHECKING:
@@ -217,9 +217,11 @@ class Worker:
                 active = scoring.active_expectations(conn)
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
-                if self.signals:
-                    production.record(conn, [f.id for f in facts])
-                self._score(conn, facts, active)
+                paths = None
+                if self.signals:  # one read of the trajectories serves signals and scoring
+                    paths = scoring.trajectories(conn, [f.id for f in facts])
+                    production.record(conn, facts, paths)
+                self._score(conn, facts, active, paths)
                 scoring.release(conn, self.owner, owned, facts)
         except Exception:  # loop boundary: free the leases so the work is retried
             self.metrics.loop_errors.labels("score").inc()
@@ -267,6 +269,7 @@ class Worker:
         conn: Connection,
         facts: list[scoring.ConversationFacts],
         wanted: list[scoring.ActiveExpectation],
+        paths: dict[int, Trajectory] | None = None,
     ) -> int:
         """Score each conversation against the wanted expectations whose selector picks it,
         skipping (trajectory, version) pairs that already have a current result. Returns how
@@ -281,7 +284,8 @@ class Worker:
         ]
         if not todo:
             return 0
-        trajectories = scoring.trajectories(conn, sorted({f.id for f, _ in todo}))
+        trajectories = (paths if paths is not None
+                        else scoring.trajectories(conn, sorted({f.id for f, _ in todo})))
         scored = []
         failed: set[int] = set()
         for f, e in todo:

@@ -10,7 +10,7 @@ to `signal_buckets`. Queries read the hourly buckets of the range asked, never t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,15 +20,22 @@ from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
 from collector.production.export import Verdict
 from collector.store.persist import insert_ignore
-from collector.store.scoring import NOT_EXECUTED, Scored, among, scope_key, trajectories
+from collector.store.scoring import (
+    NOT_EXECUTED,
+    ConversationFacts,
+    Scored,
+    among,
+    scope_key,
+    trajectories,
+)
 from collector.store.tables import (
     SIGNAL_KEY,
-    conversations,
     signal_buckets,
     signal_turns,
     tool_calls,
     turns,
 )
+from matcher import Trajectory
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -48,12 +55,16 @@ class KeptTurn:
     signal: TurnSignal
 
 
-def record(conn: Connection, conversation_ids: Sequence[int]) -> None:
-    """Bring the signals of `conversation_ids` up to date with their stored turns and calls."""
-    if not conversation_ids:
+def record(conn: Connection, facts: Sequence[ConversationFacts],
+           paths: Mapping[int, Trajectory] | None = None) -> None:
+    """Bring the signals of these conversations up to date with their stored turns and calls
+    (`paths`: their trajectories, when the caller has read them already)."""
+    if not facts:
         return
-    ids = sorted(conversation_ids)
-    fresh = list(_turn_signals(conn, ids))
+    ids = sorted(f.id for f in facts)
+    if paths is None:
+        paths = trajectories(conn, ids)
+    fresh = list(_turn_signals(conn, facts, paths))
     fresh_ids = [t.turn_id for t in fresh]
     old = _kept(conn, ids, fresh_ids)
     deltas: dict[Key, Counts] = {}
@@ -79,11 +90,10 @@ def _changes(delta: Counts) -> bool:
                 or delta.unexecuted or delta.pending or delta.histogram or delta.tools)
 
 
-def _turn_signals(conn: Connection, ids: list[int]) -> Iterable[KeptTurn]:
-    """Each logical turn of `ids` with its key and signal (turns in start order, as scored)."""
-    c = conversations.c
-    facts = {cid: (service, attributes or {}) for cid, service, attributes in conn.execute(
-        select(c.id, c.service, c.attributes).where(among(conn, c.id, ids)))}
+def _turn_signals(conn: Connection, facts: Sequence[ConversationFacts],
+                  paths: Mapping[int, Trajectory]) -> Iterable[KeptTurn]:
+    """Each logical turn with its key and signal (turns in start order, as scored)."""
+    ids = sorted(f.id for f in facts)
     order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in ids}
     meta: dict[int, tuple[int, list[str]]] = {}
     t = turns.c
@@ -100,12 +110,9 @@ def _turn_signals(conn: Connection, ids: list[int]) -> Iterable[KeptTurn]:
         select(k.turn_id).where(among(conn, k.conversation_id, ids), k.status == "pending")
     ):
         pending[tid] = pending.get(tid, 0) + 1
-    paths = trajectories(conn, ids)
-    for cid in ids:
-        if cid not in facts:
-            continue
-        service, attributes = facts[cid]
-        version = attributes.get(VERSION_ATTRIBUTE)
+    for f in facts:
+        cid, service = f.id, f.service
+        version = f.attributes.get(VERSION_ATTRIBUTE)
         for (stored, explicit), calls in zip(
             logical_turns(order[cid]), paths[cid].turns, strict=True
         ):

@@ -8,7 +8,7 @@ import time
 from sqlalchemy import Engine, func, inspect, select
 
 from collector.extract import extract
-from collector.store import production
+from collector.store import production, scoring
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations, signal_buckets, signal_turns
@@ -17,7 +17,8 @@ from tests.spans import ToolStep, agent_turn, capture, to_request
 
 def record_all(engine: Engine) -> None:
     with engine.begin() as conn:
-        production.record(conn, list(conn.execute(select(conversations.c.id)).scalars()))
+        ids = list(conn.execute(select(conversations.c.id)).scalars())
+        production.record(conn, scoring.conversation_facts(conn, ids))
 
 
 def test_late_calls_and_a_rekeyed_turn_are_counted_once(database_url: str) -> None:
