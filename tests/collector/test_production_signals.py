@@ -26,9 +26,11 @@ def _hex(seed: str, size: int) -> str:
     return hashlib.sha256(seed.encode()).hexdigest()[:size]
 
 
-def replay(version: str, copies: int, *, drop_half: bool) -> dict[str, Any]:
+def replay(version: str, copies: int, *, drop_half: bool,
+           drop_executions: bool = False) -> dict[str, Any]:
     """`copies` conversations of the capture under `service.version` = `version`, with fresh
-    ids; with `drop_half`, each conversation's first turn loses all but its root span."""
+    ids; with `drop_half`, each conversation's first turn loses all but its root span; with
+    `drop_executions`, its `execute_tool` spans only (the model's requests stay, never run)."""
     original = json.loads(CAPTURE.read_text())
     out = {"resourceSpans": []}
     for i in range(copies):
@@ -46,6 +48,8 @@ def replay(version: str, copies: int, *, drop_half: bool) -> dict[str, Any]:
                 for span in scope["spans"]:
                     turn = traces.index(span["traceId"])
                     if drop_half and turn == 0 and span.get("parentSpanId"):
+                        continue
+                    if drop_executions and turn == 0 and span["name"].startswith("execute_tool"):
                         continue
                     tag = f"{version}/{i}"
                     span["traceId"] = _hex(f"{tag}/{span['traceId']}", 32)
@@ -72,9 +76,11 @@ def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -
         for version, drop in (("1.3", False), ("1.3-canary", False), ("1.4", True)):
             response = client.post("/v1/traces", json=replay(version, COPIES, drop_half=drop))
             assert response.status_code == 200, response.text
+        unrun = replay("1.5", COPIES, drop_half=False, drop_executions=True)
+        assert client.post("/v1/traces", json=unrun).status_code == 200
         answer = server.wait_for(
             "/api/v1/signals",
-            lambda a: sum(g["figures"]["turns"] for g in a["versions"]) == 3 * 3 * COPIES,
+            lambda a: sum(g["figures"]["turns"] for g in a["versions"]) == 4 * 3 * COPIES,
             params={"service": SERVICE},
         )
         figures = by_version(answer)
@@ -91,6 +97,11 @@ def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -
                                     "get_weather": 3 * COPIES}
         assert abs(v1["failed_rate"] - 1 / 5) < 1e-9
         assert v1["calls_per_turn_histogram"] == {"0": COPIES, "2": COPIES, "3": COPIES}
+        # 1.5: turn 1's three calls were requested by the model and never executed
+        v15 = figures["1.5"]
+        assert v15["tool_calls"] == v1["tool_calls"]
+        assert abs(v15["unexecuted_rate"] - 3 / 5) < 1e-9 and v1["unexecuted_rate"] == 0
+        assert v15["pending_rate"] == 0
         assert answer["buckets"] and all(g["bucket_start"] for g in answer["buckets"])
 
         drift = client.get("/api/v1/signals/drift", params={

@@ -8,6 +8,7 @@ import time
 from sqlalchemy import Engine, func, inspect, select
 
 from collector.extract import extract
+from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 from collector.store import production, scoring
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
@@ -82,4 +83,30 @@ def test_migration_0004_creates_and_drops_the_signal_tables(database_url: str) -
     engine.dispose()
     assert "signal_buckets" not in inspect(engine).get_table_names()
     command.upgrade(config, "head")
+    engine.dispose()
+
+
+def test_pending_approvals_and_the_version_are_counted(database_url: str) -> None:
+    """A call awaiting a human's approval is stored with status `pending` (the approval round
+    trip of kagent / ADK, ../shared/seeds/004); it counts in the pending-approval rate."""
+    migrate(database_url)
+    engine = make_engine(database_url)
+    trace_id, start = "ab" * 16, 1_700_000_000_000_000_000
+    calls = tuple(ToolCall(
+        trace_id=trace_id, span_id=f"{i:016x}", parent_span_id=None, name=name, call_id=None,
+        arguments={}, arguments_raw=None, result=None, error=None, status=status,
+        start_ns=start + i, end_ns=start + i + 1, convention="genai",
+    ) for i, (name, status) in enumerate([("search_users", "ok"), ("ask_user", "pending")]))
+    info = TraceInfo(trace_id=trace_id, turn_key=trace_id, conversation_key="conv-hitl",
+                     key_rank=KEY_FROM_ROOT, service="github-agent",
+                     agents=frozenset({"github_assistant"}), start_ns=start, end_ns=start + 9,
+                     has_agent_root=True, attributes={"service.version": "2.1"})
+    with engine.begin() as conn:
+        write_batches(conn, [Batch(calls, (info,), span_count=3)], time.time())
+    record_all(engine)
+    with engine.connect() as conn:
+        (row,) = production.buckets(conn, version="2.1")
+    assert (row.service, row.agent, row.bucket) == ("github-agent", "github_assistant",
+                                                    start // 10**9 // 3600 * 3600)
+    assert row.counts.pending_rate == 0.5 and row.counts.pending == 1
     engine.dispose()
