@@ -169,6 +169,14 @@ class Settings(BaseSettings):
         0.5, ge=0, description="smallest change of mean calls per turn flagged"
     )
 
+    @field_validator("export_otlp_headers")
+    @classmethod
+    def _export_headers(cls, value: list[str]) -> list[str]:
+        from collector.production.evaluation import parse_headers
+
+        parse_headers(value)  # ValueError: `key=value` expected
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _known_store(cls, value: str) -> str:

@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from collector.metrics import Metrics
-from collector.production.export import EvaluationExporter, parse_headers
+from collector.production.evaluation import parse_headers
 from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
 from matcher import Selector, Trajectory, score
@@ -25,6 +25,7 @@ from matcher.selector import parse_selector
 
 if TYPE_CHECKING:
     from collector.config import Settings
+    from collector.production.export import EvaluationExporter
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +105,7 @@ class Worker:
             batch=config.batch,
             lease_seconds=config.lease_seconds,
             signals=config.signals,
-            exporter=EvaluationExporter(config.export_endpoint, dict(config.export_headers),
-                                        metrics.registry, max_queue=config.export_queue)
-            if config.export_endpoint else None,
+            exporter=_exporter(config, metrics),
         )
 
     async def __aenter__(self) -> Worker:
@@ -257,6 +256,8 @@ class Worker:
             failed = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
             if {e.slug for e in wanted} == set(current):
+                if self.signals:  # settle-scoring will not claim them: record their signals
+                    production.record(conn, facts)
                 scoring.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
@@ -303,6 +304,17 @@ class Worker:
         if self.exporter is not None and scored:
             self.exporter.emit(production.verdicts(conn, scored))
         return len(failed)
+
+
+def _exporter(config: WorkerConfig, metrics: Metrics) -> EvaluationExporter | None:
+    """The verdict exporter, when an endpoint is configured (the OpenTelemetry SDK's exporter
+    is imported only then)."""
+    if not config.export_endpoint:
+        return None
+    from collector.production.export import EvaluationExporter
+
+    return EvaluationExporter(config.export_endpoint, dict(config.export_headers),
+                              metrics.registry, max_queue=config.export_queue)
 
 
 def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:

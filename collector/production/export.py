@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry import trace
@@ -27,36 +26,11 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client import CollectorRegistry, Counter
 
 from collector import __version__
+from collector.production.evaluation import Verdict
 
 log = logging.getLogger(__name__)
 EVENT = "gen_ai.evaluation.result"
 EXPORT_TIMEOUT = 5.0  # seconds one export may take (on the processor's thread)
-
-
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """One result to export, with the span it judges (None when the turn's root is unknown)."""
-
-    expectation: str
-    expectation_version: int
-    conversation: str
-    passed: bool
-    score: float
-    reason: str
-    scope: str
-    trace_id: str | None
-    span_id: str | None
-
-
-def parse_headers(items: Sequence[str]) -> dict[str, str]:
-    """`key=value` items (OTEL_EXPORTER_OTLP_HEADERS' form) as a dict; ValueError otherwise."""
-    headers: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"an export header is key=value, not {item!r}")
-        headers[key.strip()] = value.strip()
-    return headers
 
 
 class _CountingExporter(OTLPLogExporter):

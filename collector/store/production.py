@@ -18,7 +18,7 @@ from sqlalchemy import Connection, delete, func, select
 
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
-from collector.production.export import Verdict
+from collector.production.evaluation import Verdict
 from collector.store.persist import insert_ignore
 from collector.store.scoring import (
     NOT_EXECUTED,

@@ -110,3 +110,30 @@ def test_pending_approvals_and_the_version_are_counted(database_url: str) -> Non
                                                     start // 10**9 // 3600 * 3600)
     assert row.counts.pending_rate == 0.5 and row.counts.pending == 1
     engine.dispose()
+
+
+def test_a_rescoring_job_that_marks_a_conversation_scored_records_its_signals(
+    database_url: str,
+) -> None:
+    """A job over every active expectation marks the conversations it scores as scored, so
+    settle-scoring never claims them: the job records their signals itself."""
+    from collector.metrics import Metrics
+    from collector.store import queries
+    from collector.worker import Worker
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    tp, spans = capture()
+    agent_turn(tp, "conv-job", [ToolStep("a", {"x": 1}, 1)])
+    with engine.begin() as conn:
+        write_batches(conn, [extract(to_request(spans.get_finished_spans()))], time.time())
+        queries.add_expectation_version(conn, "has-a", {
+            "id": "has-a", "match": "superset", "calls": [{"name": "a"}]}, must_exist=False)
+    worker = Worker(engine, Metrics(), settle_seconds=3600, poll_seconds=1, batch=10,
+                    lease_seconds=60)
+    assert worker.work_chunk() == 1
+    assert worker.score_settled() == 0  # scored by the job: nothing left to settle
+    with engine.connect() as conn:
+        (counts,) = production.totals(conn).values()
+    assert (counts.turns, counts.calls) == (1, 1)
+    engine.dispose()
