@@ -32,16 +32,23 @@ def test_false_alarm_rate_on_same_distribution_samples_is_at_most_alpha(alpha: f
     # no effect-size floor: the tests' own significance decides, which is what is measured
     t = Thresholds(alpha=alpha, min_turns=30, min_zero_rate_diff=0.0,
                    min_tool_mix_distance=0.0, min_calls_shift=0.0)
+    configured = Thresholds(alpha=alpha)  # the effect-size floors as shipped
     rng = random.Random(20261201)
     alarms = {"zero_tool_rate": 0, "tool_mix": 0, "calls_per_turn": 0}
+    paged = dict.fromkeys(alarms, 0)
     for _ in range(RUNS):
         base, cand = sample(rng, 200, 0.1, MIX), sample(rng, 200, 0.1, MIX)
         for m in drift(base, cand, t):
             alarms[m.name] += m.flagged
+        for m in drift(base, cand, configured):
+            paged[m.name] += m.flagged
     # at or below alpha, allowing the simulation's own error (three binomial standard errors)
     slack = 3 * (alpha * (1 - alpha) / RUNS) ** 0.5
     for name, n in alarms.items():
         assert n / RUNS <= alpha + slack, (name, n)
+    # with the configured floors too, a flag is rarer still: at or below alpha, no slack
+    for name, n in paged.items():
+        assert n <= alarms[name] and n / RUNS <= alpha, (name, n)
 
 
 def test_a_real_shift_is_flagged_and_a_small_sample_is_not() -> None:
