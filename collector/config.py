@@ -169,6 +169,48 @@ class Settings(BaseSettings):
             parse_duration(value)
         return value
 
+    # Production signals and drift (collector.production; docs/signals.md)
+    signals: bool = Field(
+        True, description="the worker keeps production signals per service version and agent"
+    )
+    signals_gauge_versions: int = Field(
+        5, gt=0, description="versions per service kept in the signal gauges (most recent)"
+    )
+    signals_gauge_window_seconds: float = Field(
+        86400.0, gt=0, description="the signal gauges cover the last this many seconds"
+    )
+    drift_alpha: float = Field(
+        0.01, gt=0, lt=1, description="a drift measure is flagged only below this p-value"
+    )
+    drift_min_turns: int = Field(30, ge=1, description="turns each side needs for a drift flag")
+    drift_min_zero_rate_diff: float = Field(
+        0.10, ge=0, le=1, description="smallest zero-tool-turn rate difference flagged"
+    )
+    drift_min_tool_mix_distance: float = Field(
+        0.10, ge=0, le=1, description="smallest tool-mix Jensen-Shannon distance flagged"
+    )
+    export_otlp_endpoint: str | None = Field(
+        None, description="send every verdict as a gen_ai.evaluation.result event over "
+        "OTLP/HTTP to this URL (…/v1/logs is added when missing)"
+    )
+    export_otlp_headers: CommaList = Field(
+        default_factory=list, description="headers of the verdict export, key=value"
+    )
+    export_queue_size: int = Field(
+        2048, gt=0, description="verdict events queued for export at most (then dropped)"
+    )
+    drift_min_calls_shift: float = Field(
+        0.5, ge=0, description="smallest change of mean calls per turn flagged"
+    )
+
+    @field_validator("export_otlp_headers")
+    @classmethod
+    def _export_headers(cls, value: list[str]) -> list[str]:
+        from collector.production.evaluation import parse_headers
+
+        parse_headers(value)  # ValueError: `key=value` expected
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _known_store(cls, value: str) -> str:

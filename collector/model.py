@@ -67,6 +67,7 @@ class TraceInfo:
     end_ns: int
     has_agent_root: bool
     attributes: dict[str, Any] = field(default_factory=dict)
+    root_span_id: str | None = None  # the trace's root span, when this request carried it
 
     def __reduce__(self) -> tuple[type[TraceInfo], tuple[Any, ...]]:
         # Pickled by the hundred from the ingest processes: positional arguments pickle and

@@ -20,13 +20,15 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from collector.governance import retention
 from collector.metrics import Metrics
-from collector.store import jobs, maintenance, scoring
+from collector.production.evaluation import parse_headers
+from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
-from matcher import Selector, score
+from matcher import Selector, Trajectory, score
 from matcher.selector import parse_selector
 
 if TYPE_CHECKING:
     from collector.config import Settings
+    from collector.production.export import EvaluationExporter
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +50,10 @@ class WorkerConfig:
     log_level: str = "info"
     log_format: str = "text"
     retention_seconds: float | None = None  # None: conversations are kept forever
+    signals: bool = True
+    export_endpoint: str | None = None
+    export_headers: tuple[tuple[str, str], ...] = ()
+    export_queue: int = 2048
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WorkerConfig:
@@ -60,6 +66,10 @@ class WorkerConfig:
             log_level=settings.log_level,
             log_format=settings.log_format,
             retention_seconds=retention_of(settings),
+            signals=settings.signals,
+            export_endpoint=settings.export_otlp_endpoint,
+            export_headers=tuple(parse_headers(settings.export_otlp_headers).items()),
+            export_queue=settings.export_queue_size,
         )
 
 
@@ -76,6 +86,8 @@ class Worker:
         batch: int,
         lease_seconds: float,
         retention_seconds: float | None = None,
+        signals: bool = True,
+        exporter: EvaluationExporter | None = None,
     ) -> None:
         self.engine = engine
         self.metrics = metrics
@@ -83,6 +95,8 @@ class Worker:
         self.poll = poll_seconds
         self.batch = batch
         self.lease = lease_seconds
+        self.signals = signals
+        self.exporter = exporter
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -105,6 +119,8 @@ class Worker:
             batch=config.batch,
             lease_seconds=config.lease_seconds,
             retention_seconds=config.retention_seconds,
+            signals=config.signals,
+            exporter=_exporter(config, metrics),
         )
 
     async def __aenter__(self) -> Worker:
@@ -120,6 +136,8 @@ class Worker:
         """Stop after the current round. Safe if never started."""
         await cancel(self._task)
         self._task = None
+        if self.exporter is not None:
+            await asyncio.to_thread(self.exporter.shutdown)
 
     def wake(self) -> None:
         """Start the next round now (e.g. an expectation was created)."""
@@ -251,7 +269,11 @@ class Worker:
                 active = scoring.active_expectations(conn)
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
-                self._score(conn, facts, active)
+                paths = None
+                if self.signals:  # one read of the trajectories serves signals and scoring
+                    paths = scoring.trajectories(conn, [f.id for f in facts])
+                    production.record(conn, facts, paths)
+                self._score(conn, facts, active, paths)
                 scoring.release(conn, self.owner, owned, facts)
             now = time.time()
             for f in facts:  # committed: their time from last span to results
@@ -290,6 +312,8 @@ class Worker:
             failed = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
             if {e.slug for e in wanted} == set(current):
+                if self.signals:  # settle-scoring will not claim them: record their signals
+                    production.record(conn, facts)
                 scoring.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
@@ -302,6 +326,7 @@ class Worker:
         conn: Connection,
         facts: list[scoring.ConversationFacts],
         wanted: list[scoring.ActiveExpectation],
+        paths: dict[int, Trajectory] | None = None,
     ) -> int:
         """Score each conversation against the wanted expectations whose selector picks it,
         skipping (trajectory, version) pairs that already have a current result. Returns how
@@ -316,7 +341,8 @@ class Worker:
         ]
         if not todo:
             return 0
-        trajectories = scoring.trajectories(conn, sorted({f.id for f, _ in todo}))
+        trajectories = (paths if paths is not None
+                        else scoring.trajectories(conn, sorted({f.id for f, _ in todo})))
         scored = []
         failed: set[int] = set()
         for f, e in todo:
@@ -331,6 +357,8 @@ class Worker:
             for result in results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scoring.store_results(conn, scored, time.time(), done)
+        if self.exporter is not None and scored:
+            self.exporter.emit(production.verdicts(conn, scored))
         return len(failed)
 
 
@@ -339,6 +367,17 @@ def retention_of(settings: Settings) -> float | None:
     if settings.retention is None:
         return None
     return retention.parse_duration(settings.retention)
+
+
+def _exporter(config: WorkerConfig, metrics: Metrics) -> EvaluationExporter | None:
+    """The verdict exporter, when an endpoint is configured (the OpenTelemetry SDK's exporter
+    is imported only then)."""
+    if not config.export_endpoint:
+        return None
+    from collector.production.export import EvaluationExporter
+
+    return EvaluationExporter(config.export_endpoint, dict(config.export_headers),
+                              metrics.registry, max_queue=config.export_queue)
 
 
 def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:

@@ -14,8 +14,17 @@ from collector import __version__
 from collector.api import errors, openapi
 from collector.api.auth import ApiKeyInterceptor, ApiKeyMiddleware
 from collector.api.deps import AppState
-from collector.api.gauges import ExpectationGauges
-from collector.api.routes import capture, conversations, expectations, health, jobs, results, score
+from collector.api.gauges import ExpectationGauges, SignalGauges
+from collector.api.routes import (
+    capture,
+    conversations,
+    expectations,
+    health,
+    jobs,
+    results,
+    score,
+    signals,
+)
 from collector.auth import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
@@ -49,6 +58,8 @@ def create_app(settings: Settings) -> FastAPI:
     engine = make_engine(settings.database_url, background_checkpoint=True)
     checkpointer = WalCheckpointer(settings.database_url)
     metrics.registry.register(ExpectationGauges(engine))
+    metrics.registry.register(SignalGauges(engine, window=settings.signals_gauge_window_seconds,
+                                           cap=settings.signals_gauge_versions))
     read_engine = make_engine(settings.database_url, read_only=True)
     writer = Writer(
         engine,
@@ -119,6 +130,6 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(ApiKeyMiddleware, keys=keys)
     app.include_router(http_receiver.router(ingest, settings.max_request_bytes))
     app.include_router(capture.router(ingest, settings))
-    for module in (health, conversations, expectations, results, score, jobs, ui):
+    for module in (health, conversations, expectations, results, score, jobs, signals, ui):
         app.include_router(module.router)
     return app

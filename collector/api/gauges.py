@@ -11,6 +11,9 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector.production.counts import Counts
+from collector.production.drift import jensen_shannon
+from collector.store import production
 from collector.store.scoring import backlog
 from collector.store.summary import pass_ratios
 
@@ -51,3 +54,52 @@ class ExpectationGauges(Collector):
         yield ratio
         yield count
         yield waiting
+
+
+class SignalGauges(Collector):
+    """Production signals per (service, version) over the last `window` seconds, read from
+    the hourly signal buckets at scrape time. Label cardinality is bounded: per service only
+    the `cap` versions seen most recently are exported (the `signals_gauge_versions`
+    setting); agents are summed."""
+
+    def __init__(self, engine: Engine, *, window: float, cap: int) -> None:
+        self.engine = engine
+        self.window = window
+        self.cap = cap
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        labels = ["service", "version"]
+        turns = GaugeMetricFamily("tooltrail_signal_turns", "turns in the window", labels=labels)
+        zero = GaugeMetricFamily("tooltrail_signal_zero_tool_turn_ratio",
+                                 "share of turns with no tool call", labels=labels)
+        failed = GaugeMetricFamily("tooltrail_signal_failed_call_ratio",
+                                   "share of calls that ended in error", labels=labels)
+        mix = GaugeMetricFamily(
+            "tooltrail_signal_tool_mix_distance",
+            "Jensen-Shannon distance of the version's tool mix from the service's previous "
+            "version (by recency; 0 for the oldest version kept)", labels=labels)
+        try:
+            with self.engine.connect() as conn:
+                found = production.latest_versions(conn, window=self.window, cap=self.cap)
+                recency = production.version_recency(conn, window=self.window)
+        except SQLAlchemyError as exc:  # a scrape must not fail because the store is down
+            log.warning("signal gauges unavailable: %s", exc.__class__.__name__)
+            found, recency = {}, {}
+        by_service: dict[str, list[tuple[str, Counts]]] = {}
+        for (service, version), counts in found.items():
+            by_service.setdefault(service, []).append((version, counts))
+        for service, versions in by_service.items():
+            versions.sort(key=lambda vc: (recency.get((service, vc[0]), 0), vc[0]))
+            previous: Counts | None = None
+            for version, counts in versions:
+                key = [service, version]
+                turns.add_metric(key, counts.turns)
+                zero.add_metric(key, counts.zero_tool_rate)
+                failed.add_metric(key, counts.failed_rate)
+                distance = jensen_shannon(previous.tool_mix, counts.tool_mix) if previous else 0.0
+                mix.add_metric(key, distance)
+                previous = counts
+        yield turns
+        yield zero
+        yield failed
+        yield mix

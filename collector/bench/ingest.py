@@ -313,6 +313,9 @@ async def run(args: argparse.Namespace) -> Report:
         report.add("in-process limit (spans/s)", inprocess_limit(
             limit_url, shape, args.inprocess_requests, args.group, args.seconds))
         report.add("generator (spans/s)", generator_rate(shape))
+        if args.signals_ab:
+            await signals_ab(args, report, shape, Path(tmp))
+            return report
         migrate(url)
         flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
         if args.worker != "embedded":
@@ -327,6 +330,46 @@ async def run(args: argparse.Namespace) -> Report:
                 sampler.stop()
                 engine.dispose()
         return report
+
+
+async def signals_ab(args: argparse.Namespace, report: Report, shape: Shape, tmp: Path) -> None:
+    """Production signals on vs off in one run: `--signals-ab` legs alternating on, off, on,
+    off…, each a fresh store and a fresh server with its embedded worker (which records the
+    signals as it claims settled conversations, competing with ingest for the cores and the
+    store), each driven `--seconds` over HTTP; the best leg of each side is compared."""
+    best: dict[str, float] = {"on": 0.0, "off": 0.0}
+    for leg in range(2 * args.signals_ab):
+        side = "on" if leg % 2 == 0 else "off"
+        url = args.database_url or f"sqlite:///{tmp / f'ab-{leg}.db'}"
+        if args.database_url:
+            raise SystemExit("--signals-ab makes its own SQLite stores; omit --database-url")
+        migrate(url)
+        flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag,
+                 "--signals" if side == "on" else "--no-signals"]
+        with serve(url, *flags) as server:
+            httpx.post(f"{server.base_url}/api/v1/expectations", json=EXPECTATION, timeout=10)
+            stats = await drive(server, "http", args.clients, RequestFactory(shape), args.seconds)
+            engine = make_engine(url)
+            try:
+                signal_turns = _signal_turns(engine)
+            finally:
+                engine.dispose()
+        report.add(f"signals {side}, leg {leg + 1}: acknowledged+committed (spans/s)",
+                   stats.spans_per_second)
+        report.add(f"signals {side}, leg {leg + 1}: turns with signals recorded", signal_turns)
+        best[side] = max(best[side], stats.spans_per_second)
+    report.add("signals on / off, best legs (spans/s)", f"{best['on']:,.0f} / {best['off']:,.0f}")
+    cost = 1 - best["on"] / best["off"] if best["off"] else 0.0
+    report.add("signals cost on ingest (%)", round(100 * cost, 1))
+
+
+def _signal_turns(engine: Engine) -> int:
+    from sqlalchemy import func, select
+
+    from collector.store.tables import signal_turns
+
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(signal_turns)).scalar() or 0)
 
 
 @contextlib.contextmanager
@@ -441,6 +484,9 @@ def parser() -> argparse.ArgumentParser:
                    help="rounds of off/on measurements (the best of each is reported)")
     p.add_argument("--redaction-only", action="store_true",
                    help="with --redaction-rules: stop after that comparison")
+    p.add_argument("--signals-ab", type=int, default=0, metavar="PAIRS",
+                   help="instead of the phases: PAIRS of legs with production signals on and "
+                   "off (fresh SQLite stores), and the cost of signals on ingest")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 

@@ -116,10 +116,13 @@ class TraceAccumulator:
     has_agent_root: bool = False
     relevant: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
+    root_span_id: str | None = None
 
     def add(self, span: SpanView, extra_keys: Sequence[str], is_tool: bool) -> None:
         """Fold one span of this trace in."""
         self.service = self.service or span.service
+        if span.parent_span_id is None:
+            self.root_span_id = self.root_span_id or span.span_id
         key = conversation_key(span, extra_keys)
         if key is not None:
             rank = KEY_FROM_ROOT if span.parent_span_id is None else KEY_FROM_SPAN
@@ -163,4 +166,5 @@ class TraceAccumulator:
             end_ns=end,
             has_agent_root=self.has_agent_root,
             attributes=self.attributes,
+            root_span_id=self.root_span_id,
         )

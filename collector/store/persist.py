@@ -87,6 +87,7 @@ class MergedTrace:
             end_ns=max(info.end_ns, other.end_ns),
             has_agent_root=info.has_agent_root or other.has_agent_root,
             attributes={**other.attributes, **info.attributes},
+            root_span_id=info.root_span_id or other.root_span_id,
         )
 
 
@@ -187,7 +188,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     existing = {
         row.turn_key: row
         for row in lookup(conn, "turns", "turn_key", "id, turn_key, conversation_id, key_rank, "
-                          "start_ns, end_ns, agents, has_agent_root", keys)
+                          "start_ns, end_ns, agents, has_agent_root, root_span_id", keys)
     }
     conv_ids = ensure_conversations(conn, list(infos.values()), now)
     touched: set[int] = set(conv_ids.values())
@@ -195,7 +196,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
 
     new_turns = [  # in key order, so that concurrent writers lock in the same order
         (conv_ids[i.conversation_key], i.turn_key, i.trace_id, i.start_ns, i.end_ns, i.key_rank,
-         i.has_agent_root, orjson.dumps(sorted(i.agents)).decode())
+         i.has_agent_root, orjson.dumps(sorted(i.agents)).decode(), i.root_span_id)
         for key, i in sorted(infos.items())
         if key not in existing
     ]
@@ -222,6 +223,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
                 "b_end": max(row.end_ns, info.end_ns),
                 "b_root": row.has_agent_root or info.has_agent_root,
                 "b_agents": agents,
+                "b_span": row.root_span_id or info.root_span_id,
             }
         )
     if turn_updates:
@@ -236,6 +238,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
                 end_ns=bindparam("b_end"),
                 has_agent_root=bindparam("b_root"),
                 agents=bindparam("b_agents"),
+                root_span_id=bindparam("b_span"),
             ),
             turn_updates,
         )
@@ -267,8 +270,9 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
 
 
 TURN_COLUMNS = ("conversation_id", "turn_key", "trace_id", "start_ns", "end_ns", "key_rank",
-                "has_agent_root", "agents")
-PG_TURN_TYPES = ("bigint", "text", "text", "bigint", "bigint", "integer", "boolean", "jsonb")
+                "has_agent_root", "agents", "root_span_id")
+PG_TURN_TYPES = ("bigint", "text", "text", "bigint", "bigint", "integer", "boolean", "jsonb",
+                 "text")
 
 
 def insert_turns(conn: Connection, rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:

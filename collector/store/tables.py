@@ -79,6 +79,8 @@ turns = Table(
     Column("key_rank", Integer, nullable=False),
     Column("has_agent_root", Boolean, nullable=False, default=False),
     Column("agents", Json, nullable=False, default=list),
+    # the trace's root span (migration 0004): evaluation events exported are parented to it
+    Column("root_span_id", Text),
     Index("ix_turns_conversation", "conversation_id", "start_ns"),
 )
 
@@ -237,4 +239,46 @@ ingest_errors = Table(
     Column("span_id", Text),
     Column("span_name", Text),
     Index("ix_ingest_errors_at", "at"),
+)
+
+# Production signals (migration 0004; collector.store.production). Each logical turn's
+# contribution is kept, so that when a conversation changes its buckets are corrected by the
+# difference, never recounted from the calls.
+SIGNAL_KEY = ("service", "version", "agent", "bucket")
+
+signal_turns = Table(
+    "signal_turns",
+    metadata,
+    Column("turn_id", Id, primary_key=True, autoincrement=False),  # the logical turn's first
+    Column("conversation_id", Id, nullable=False),
+    Column("service", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("agent", Text, nullable=False),
+    Column("bucket", BigInteger, nullable=False),  # unix seconds of the turn's hour
+    Column("calls", Integer, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("unexecuted", Integer, nullable=False),
+    Column("pending", Integer, nullable=False),
+    Column("tools", Json, nullable=False),
+    Index("ix_signal_turns_conversation", "conversation_id"),
+)
+
+signal_buckets = Table(
+    "signal_buckets",
+    metadata,
+    Column("service", Text, nullable=False),
+    Column("version", Text, nullable=False),
+    Column("agent", Text, nullable=False),
+    Column("bucket", BigInteger, nullable=False),
+    Column("turns", Integer, nullable=False),
+    Column("zero_turns", Integer, nullable=False),
+    Column("calls", Integer, nullable=False),
+    Column("calls_sq", BigInteger, nullable=False),
+    Column("failed", Integer, nullable=False),
+    Column("unexecuted", Integer, nullable=False),
+    Column("pending", Integer, nullable=False),
+    Column("histogram", Json, nullable=False),
+    Column("tools", Json, nullable=False),
+    PrimaryKeyConstraint(*SIGNAL_KEY),
+    Index("ix_signal_buckets_bucket", "bucket"),
 )

@@ -21,8 +21,9 @@ from collector.api.deps import (
 )
 from collector.api.errors import ApiError
 from collector.api.routes.jobs import job_out
+from collector.api.routes.signals import Figures, Group
 from collector.auth import ApiKeys, Forbidden, Unauthenticated
-from collector.store import jobs, queries, summary
+from collector.store import jobs, production, queries, summary
 from collector.ui import session
 from collector.ui.chart import pass_rate_svg
 from collector.ui.templating import render, stylesheet
@@ -221,6 +222,17 @@ def errors_page(request: Request, conn: ReadConn) -> HTMLResponse:
 def jobs_page(request: Request, conn: ReadConn) -> HTMLResponse:
     rows = [job_out(r).model_dump() for r in jobs.list_jobs(conn, limit=100, before_id=None)]
     return page(request, "jobs.html", rows=rows)
+
+
+@router.get("/ui/signals")
+def signals_page(request: Request, conn: ReadConn, service: Text = None) -> HTMLResponse:
+    """One service's versions side by side (all agents, all time)."""
+    totals = production.totals(conn)
+    services = sorted({s for s, _ in totals})
+    chosen = service if service is not None else (services[0] if services else None)
+    versions = [Group(project=s, service=s, version=v, agent="", figures=Figures.of(c))
+                for (s, v), c in sorted(totals.items()) if s == chosen]
+    return page(request, "signals.html", service=chosen, services=services, versions=versions)
 
 
 @router.get("/ui/signin")
