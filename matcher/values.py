@@ -142,33 +142,47 @@ class AbsentSpec(Spec):
 class ObjectSpec(Spec):
     """An object: listed keys must match; `exact` also requires no other keys."""
 
-    __slots__ = ("_items", "entries", "exact")
+    __slots__ = ("_parts", "entries", "exact")
 
     def __init__(self, entries: dict[str, Spec], exact: bool) -> None:
         self.entries = entries
         self.exact = exact
-        # per listed key, in order: (key, matches, is `$absent`)
-        self._items = tuple((k, s.matches, isinstance(s, AbsentSpec)) for k, s in entries.items())
+        # The listed keys by test, each tested where it costs least: string and number
+        # literals inline (no call), other specs by their predicate, `$any` by presence,
+        # `$absent` by absence. Every listed key is in exactly one of the five.
+        strs, nums, calls, required, absent = [], [], [], [], []
+        for k, spec in entries.items():
+            if isinstance(spec, Literal) and isinstance(spec.value, str):
+                strs.append((k, spec.value))
+            elif isinstance(spec, Literal) and is_number(spec.value):
+                nums.append((k, spec.value))
+            elif isinstance(spec, AnySpec):
+                required.append(k)
+            elif isinstance(spec, AbsentSpec):
+                absent.append(k)
+            else:
+                calls.append((k, spec.matches))
+        self._parts = (tuple(strs), tuple(nums), tuple(calls), tuple(required), tuple(absent))
         self.matches = self._matcher()
 
     def _matcher(self) -> Callable[[Any], bool]:
-        # Keys that must be present, cheap discriminating literals first; `$absent` keys
-        # after them. Anything but an `$any` costs one call of the key's predicate.
-        checks = sorted(
-            ((k, s) for k, s in self.entries.items() if not isinstance(s, AbsentSpec)),
-            key=lambda ks: not isinstance(ks[1], Literal),
-        )
-        present = tuple((k, s.matches) for k, s in checks if not isinstance(s, AnySpec))
-        required = tuple(k for k, s in checks if isinstance(s, AnySpec))
-        absent = tuple(k for k, s in self.entries.items() if isinstance(s, AbsentSpec))
-        n_present = len(checks)
+        strs, nums, calls, required, absent = self._parts
+        n_present = len(strs) + len(nums) + len(calls) + len(required)
         exact = self.exact
 
         def matches(v: Any) -> bool:
             if type(v) is not dict and not isinstance(v, Mapping):
                 return False
             get = v.get
-            for key, match in present:
+            for key, value in strs:  # `Literal.matches`, inline
+                x = get(key, MISSING)
+                if not (x == value and (type(x) is str or isinstance(x, str))):
+                    return False
+            for key, value in nums:
+                x = get(key, MISSING)
+                if not (x == value and (type(x) is int or type(x) is float or is_number(x))):
+                    return False
+            for key, match in calls:
                 x = get(key, MISSING)
                 if x is MISSING or not match(x):
                     return False
@@ -191,14 +205,25 @@ class ObjectSpec(Spec):
         (`shares.Shares` is its one cache)."""
         if type(v) is not dict and not isinstance(v, Mapping):
             return 0
+        strs, nums, calls, required, absent = self._parts
+        get = v.get
         hits = 0
-        for key, match, absent in self._items:
-            if absent:
-                hits += key not in v
-            else:
-                x = v.get(key, MISSING)
-                if x is not MISSING and match(x):
-                    hits += 1
+        for key, value in strs:
+            x = get(key, MISSING)
+            if x == value and (type(x) is str or isinstance(x, str)):
+                hits += 1
+        for key, value in nums:
+            x = get(key, MISSING)
+            if x == value and (type(x) is int or type(x) is float or is_number(x)):
+                hits += 1
+        for key, match in calls:
+            x = get(key, MISSING)
+            if x is not MISSING and match(x):
+                hits += 1
+        for key in required:
+            hits += key in v
+        for key in absent:
+            hits += key not in v
         return hits
 
     def index_key(self) -> tuple[str, tuple[str, Any]] | None:
