@@ -22,19 +22,24 @@ def best_agreement(
 
 
 def best_total(
-    rows: Sequence[ExpectedCall], cols: Sequence[int], paired: Sequence[int], shares: Shares
+    rows: Sequence[ExpectedCall],
+    cols: Sequence[int],
+    paired: Sequence[int],
+    shares: Shares,
+    exact: bool,
 ) -> float:
     """The maximum of Σ weight × share over one-to-one assignments of rows to `cols`.
 
     `paired[i]` is the position in `cols` row i is compatibly paired with (-1: none);
-    such a pair agrees on every listed key. The full assignment is skipped when keeping
+    such a pair agrees on every listed key; `exact`: the rows' weighted shares are
+    exact (`expected.exact_values`). The full assignment is skipped when keeping
     the compatible pairs is provably optimal: up to SMALL cells by an LP certificate
     (exact shares only, where every order of summing gives the same float), above it
     when the best assignment of the other rows to the other columns already gives each
     of them its best share anywhere.
     """
     if len(rows) * len(cols) <= SMALL:
-        total = _certified_total(rows, cols, paired, shares) if _exact_values(rows) else None
+        total = _certified_total(rows, cols, paired, shares) if exact else None
         return best_agreement(rows, cols, shares)[0] if total is None else total
     free_rows = [rows[i] for i, c in enumerate(paired) if c < 0]
     base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
@@ -51,18 +56,6 @@ def best_total(
     if value >= bound - 1e-9:
         return base + value
     return best_agreement(rows, cols, shares)[0]
-
-
-def _exact_values(rows: Sequence[ExpectedCall]) -> bool:
-    """True when every weight × share of these rows, and every sum of them, is exact:
-    key counts are powers of two and weights multiples of 1/1024 below 2**16."""
-    for e in rows:
-        listed = e.listed
-        n = len(listed.entries) if listed is not None else 1
-        w = float(e.weight)
-        if n & (n - 1) or n > 1024 or w > 2**16 or not (w * 1024).is_integer():
-            return False
-    return True
 
 
 def _certified_total(

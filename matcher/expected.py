@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,18 @@ class ExpectedCall:
         return out
 
 
+def exact_values(rows: Sequence[ExpectedCall]) -> bool:
+    """True when every weight × share of these rows, and every sum of them, is exact:
+    key counts are powers of two and weights multiples of 1/1024 below 2**16."""
+    for e in rows:
+        listed = e.listed
+        n = len(listed.entries) if listed is not None else 1
+        w = float(e.weight)
+        if n & (n - 1) or n > 1024 or w > 2**16 or not (w * 1024).is_integer():
+            return False
+    return True
+
+
 def error_text(call: Call) -> str:
     """The error message of a call ("" when it has none)."""
     return call.error if isinstance(call.error, str) else ""
@@ -130,9 +142,11 @@ class Plan:
              *((e.index_key[0], e.index_key[1][1]) if e.index_key else (None, None)))
             for j, e in enumerate(calls)
         )  # fmt: skip
-        # argument_score: per tool name, the calls listing keys and their weight.
+        # argument_score: per tool name, the calls listing keys, their weight, and
+        # whether their weighted shares add up exactly (see `exact_values`).
         self.listed = tuple(
-            (name, tuple(rows), float(sum(e.weight for e in rows))) for name, rows in listed.items()
+            (name, tuple(rows), float(sum(e.weight for e in rows)), exact_values(rows))
+            for name, rows in listed.items()
         )
 
 

@@ -237,7 +237,7 @@ def _argument_score(
     """Optimal assignment of argument agreement within each tool name. `short`: the
     tools with an unpaired expected call that lists keys; the others score their
     maximum."""
-    for name, rows, den in plan.listed:
+    for name, rows, den, exact in plan.listed:
         unit.arg_den += den
         if name not in short:
             unit.arg_num += den  # compatible pairs agree on every listed key: the maximum
@@ -247,4 +247,4 @@ def _argument_score(
             continue
         position = {a: k for k, a in enumerate(cols)}
         paired = [position.get(match_l[e.index], -1) for e in rows]
-        unit.arg_num += best_total(rows, cols, paired, shares)
+        unit.arg_num += best_total(rows, cols, paired, shares, exact)

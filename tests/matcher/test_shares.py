@@ -13,6 +13,7 @@ from scipy.optimize import linear_sum_assignment
 from matcher import Call, Trajectory, parse_expectation, score
 from matcher.agreement import best_total
 from matcher.assign import max_matching
+from matcher.expected import exact_values
 from matcher.shares import Shares
 from matcher.values import AbsentSpec, ObjectSpec
 
@@ -59,7 +60,8 @@ def test_best_total_is_the_optimum(
     truth = [[e.weight * reference_share(e.listed, c.arguments) for c in calls] for e in plan.calls]
     rows, picked = linear_sum_assignment(truth, maximize=True)
     want = sum(truth[i][j] for i, j in zip(rows, picked, strict=True))
-    assert best_total(plan.calls, cols, paired, shares) == pytest.approx(want, abs=1e-9)
+    exact = exact_values(plan.calls)
+    assert best_total(plan.calls, cols, paired, shares, exact) == pytest.approx(want, abs=1e-9)
     for e in plan.calls:
         for a, c in enumerate(calls):
             assert shares.get(e, a) == reference_share(e.listed, c.arguments)
