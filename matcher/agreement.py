@@ -1,121 +1,166 @@
-"""Argument agreement: the share of each expected call's listed keys an actual call meets.
-
-Built column-wise so that a literal key costs one dictionary lookup per expected call
-and an operator shared by many expected calls is evaluated once per actual call:
-`argument_score` stays fast when hundreds of calls of one tool are compared.
-"""
+"""Argument agreement: the optimal assignment of expected calls to actual calls by share."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 from .assign import optimal_assignment
 from .expected import ExpectedCall
-from .values import ABSENT_TEST, LITERAL_TEST, canon_scalar
-
-if TYPE_CHECKING:  # NumPy is imported on first use (above SMALL cells): it costs memory
-    import numpy as np
-    from numpy.typing import NDArray
-
-SMALL = 64  # up to this many cells, plain Python is faster than numpy
-
-
-def share_matrix(
-    rows: Sequence[ExpectedCall], col_args: Sequence[Any], *, weighted: bool = True
-) -> NDArray[np.float64]:
-    """[i, j]: (weight of row i ×) the share of row i's listed keys column j meets."""
-    import numpy as np
-
-    n = len(col_args)
-    m = np.zeros((len(rows), n))
-    maps = [a if isinstance(a, Mapping) else None for a in col_args]
-    buckets: dict[str, dict[Any, list[int]]] = {}
-    vectors: dict[tuple[str, Any], NDArray[np.float64]] = {}
-    for i, e in enumerate(rows):
-        listed = e.listed
-        if listed is None:
-            continue
-        tests = listed.key_tests()
-        row = m[i]
-        for key, kind, payload in tests:
-            if kind == LITERAL_TEST:
-                hit = vectors.get((key, payload))
-                if hit is None:
-                    b = buckets.get(key)
-                    if b is None:
-                        b = buckets[key] = _buckets(maps, key)
-                    hit = np.zeros(n)
-                    hit[b.get(payload, [])] = 1.0
-                    vectors[(key, payload)] = hit
-                row += hit
-                continue
-            vec = vectors.get((key, payload[0]))
-            if vec is None:
-                if kind == ABSENT_TEST:
-                    vec = np.array([a is not None and key not in a for a in maps], dtype=float)
-                else:
-                    match = payload[1]
-                    vec = np.array(
-                        [a is not None and key in a and bool(match(a[key])) for a in maps],
-                        dtype=float,
-                    )
-                vectors[(key, payload[0])] = vec
-            row += vec
-        row *= (e.weight if weighted else 1.0) / len(tests)
-    return m
-
-
-def _buckets(maps: Sequence[Mapping[str, Any] | None], key: str) -> dict[Any, list[int]]:
-    out: dict[Any, list[int]] = {}
-    for j, a in enumerate(maps):
-        if a is not None and key in a:
-            c = canon_scalar(a[key])
-            if c is not None:
-                out.setdefault(c, []).append(j)
-    return out
+from .shares import SMALL, Shares
 
 
 def best_agreement(
-    rows: Sequence[ExpectedCall], col_args: Sequence[Any], *, weighted: bool = True
+    rows: Sequence[ExpectedCall], cols: Sequence[int], shares: Shares, *, weighted: bool = True
 ) -> tuple[float, list[tuple[int, int]]]:
-    """The optimal assignment of rows to columns by agreement: (total, pairs)."""
-    if not rows or not col_args:
+    """The optimal assignment of rows to the actual calls `cols` by (weighted)
+    share: (total, pairs of positions in rows and cols)."""
+    if not rows or not cols:
         return 0.0, []
-    if len(rows) * len(col_args) <= SMALL:
-        small = [[(e.weight if weighted else 1.0) * _share(e, a) for a in col_args] for e in rows]
-        pairs = optimal_assignment(small)
-        return sum(small[i][j] for i, j in pairs), pairs
-    m = share_matrix(rows, col_args, weighted=weighted)
+    m = shares.matrix(rows, cols, weighted=weighted)
     pairs = optimal_assignment(m)
-    return float(sum(m[i, j] for i, j in pairs)), pairs
-
-
-def _share(e: ExpectedCall, args: Any) -> float:
-    listed = e.listed
-    return listed.key_share(args) if listed is not None else 0.0
+    return sum(m[i][j] for i, j in pairs), pairs
 
 
 def best_total(
-    rows: Sequence[ExpectedCall], col_args: Sequence[Any], paired: Sequence[int]
+    rows: Sequence[ExpectedCall],
+    cols: Sequence[int],
+    paired: Sequence[int],
+    shares: Shares,
+    exact: bool,
 ) -> float:
-    """The maximum of Σ weight × share over one-to-one assignments of rows to columns.
+    """The maximum of Σ weight × share over one-to-one assignments of rows to `cols`.
 
-    `paired[i]` is the column row i is compatibly paired with (-1: none); such a pair
-    agrees on every listed key. When the best assignment of the other rows to the
-    other columns already gives each of them its best share anywhere, it is optimal
-    and the full assignment (cubic) is skipped.
+    `paired[i]` is the position in `cols` row i is compatibly paired with (-1: none);
+    such a pair agrees on every listed key; `exact`: the rows' weighted shares are
+    exact (`expected.exact_values`). The full assignment is skipped when keeping
+    the compatible pairs is provably optimal: up to SMALL cells by an LP certificate
+    (exact shares only, where every order of summing gives the same float), above it
+    when the best assignment of the other rows to the other columns already gives each
+    of them its best share anywhere.
     """
+    if len(rows) * len(cols) <= SMALL:
+        total = _certified_total(rows, cols, paired, shares) if exact else None
+        return best_agreement(rows, cols, shares)[0] if total is None else total
     free_rows = [rows[i] for i, c in enumerate(paired) if c < 0]
     base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
-    if not free_rows or not col_args:
+    if not free_rows:
         return float(base)
-    if len(rows) * len(col_args) <= SMALL:
-        return best_agreement(rows, col_args)[0]
     used = {c for c in paired if c >= 0}
-    free_cols = [a for j, a in enumerate(col_args) if j not in used]
-    bound = float(share_matrix(free_rows, col_args).max(axis=1).sum())
-    value = best_agreement(free_rows, free_cols)[0] if free_cols else 0.0
+    free_cols = [a for k, a in enumerate(cols) if k not in used]
+    # The bound: each free row's best share anywhere (shares are rationals of small
+    # denominators: the bound is met exactly or missed by far more than the tolerance).
+    bound = 0.0
+    for row in shares.matrix(free_rows, cols):
+        bound += max(row)
+    value = best_agreement(free_rows, free_cols, shares)[0] if free_cols else 0.0
     if value >= bound - 1e-9:
         return base + value
-    return best_agreement(rows, col_args)[0]
+    return best_agreement(rows, cols, shares)[0]
+
+
+def _certified_total(
+    rows: Sequence[ExpectedCall], cols: Sequence[int], paired: Sequence[int], shares: Shares
+) -> float | None:
+    """The optimal Σ weight × share when keeping the paired rows on their columns is
+    provably optimal, else None. Exact (dyadic) values only.
+
+    `paired[i]`: the position in `cols` row i is compatibly paired with (-1: none); such
+    a pair scores the row's full weight. Primal: paired rows on their columns, free rows
+    optimally on the free columns (value V). Dual (u_i + v_j ≥ value_ij, u, v ≥ 0):
+    free rows and free columns take a dual of the small problem whose sum is V; paired
+    row p takes w_p − δ and its column δ, δ the largest excess of a free row on a paired
+    column. Feasible with sum base + V ⇒ optimal.
+    """
+    free = []
+    held = []
+    used = set()
+    top = 0.0  # the largest weight
+    for i, c in enumerate(paired):
+        e = rows[i]
+        if e.weight > top:
+            top = e.weight
+        if c < 0:
+            free.append(i)
+        else:
+            held.append(e)
+            used.add(c)
+    if not used:
+        return None
+    col_calls = [a for k, a in enumerate(cols) if k not in used]
+    quick = _column_bound(rows, top, held, free, col_calls, shares)
+    if quick is not None:
+        return quick
+    free_cols = [k for k in range(len(cols)) if k not in used]
+    val = {i: shares.matrix([rows[i]], cols)[0] for i in free}
+    sub = [[val[i][k] for k in free_cols] for i in free]
+    value = sum(sub[i][j] for i, j in optimal_assignment(sub)) if free_cols else 0.0
+    min_paired = min(rows[i].weight for i, c in enumerate(paired) if c >= 0)
+    row_u = [max([0.0, *row]) for row in sub]
+    col_v = [max([0.0, *(row[k] for row in sub)]) for k in range(len(free_cols))]
+    for u, v in ((row_u, [0.0] * len(free_cols)), ([0.0] * len(free), col_v)):
+        if sum(u) + sum(v) != value:
+            continue
+        delta = max([0.0, *(val[i][k] - u[f] for f, i in enumerate(free) for k in used)])
+        if delta > min_paired:
+            continue
+        if all(
+            e.weight - delta + v[q] >= e.weight * shares.get(e, cols[k])
+            for q, k in enumerate(free_cols)
+            if delta > v[q]
+            for e, c in zip(rows, paired, strict=True)
+            if c >= 0
+        ):
+            base = sum(e.weight for e, c in zip(rows, paired, strict=True) if c >= 0)
+            return base + value
+    return None
+
+
+def _column_bound(
+    rows: Sequence[ExpectedCall],
+    top: float,
+    held: Sequence[ExpectedCall],
+    free: Sequence[int],
+    col_calls: Sequence[int],
+    shares: Shares,
+) -> float | None:
+    """The cheap case of `certified_total`: no assignment beats Σ over columns of the
+    best value any row can get there. A used column is bounded by the largest weight
+    (`top`); a free column (`col_calls`: the actual calls of the free columns) by its
+    best value over every row. When keeping the `held` (paired) rows and assigning the
+    free rows optimally on the free columns reaches that bound, it is optimal (values
+    exact, so the comparison is exact)."""
+    base = 0.0
+    for e in held:
+        base += e.weight
+    if base != top * len(held):
+        return None
+    get = shares.get
+    if len(col_calls) == 1:  # the usual failure (one call missing or wrong): no assignment
+        a = col_calls[0]
+        value = 0.0
+        for i in free:
+            e = rows[i]
+            v = e.weight * get(e, a)
+            if v > value:
+                value = v
+        col_best = [value]
+    else:
+        sub = shares.matrix([rows[i] for i in free], col_calls)
+        value = sum([sub[i][j] for i, j in optimal_assignment(sub)]) if col_calls else 0.0
+        # Exact values: the bound equals base + value iff each free column's best over
+        # the free rows adds up to value and no held row does better on a free column.
+        col_best = []
+        for q in range(len(col_calls)):
+            best = 0.0
+            for row in sub:
+                if row[q] > best:
+                    best = row[q]
+            col_best.append(best)
+        if sum(col_best) != value:
+            return None
+    for a, best in zip(col_calls, col_best, strict=True):
+        if best < top:
+            for e in held:
+                if e.weight * get(e, a) > best:
+                    return None
+    return base + value

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from . import explain
-from .agreement import SMALL, best_agreement
-from .assign import optimal_assignment
+from .agreement import best_agreement
 from .expected import ExpectedCall
 from .explain import Frame
 from .result import Difference
@@ -71,13 +70,7 @@ class Differences:
 
     def _agreement(self, rows: list[ExpectedCall], free: list[int]) -> list[tuple[int, int]]:
         """Rows paired with free calls by the optimal assignment of (unweighted) shares."""
-        if len(free) == 1 and len(rows) <= SMALL:  # one call left: the first row agreeing most
-            # (above SMALL cells, `best_agreement`'s share matrix, whose shares round
-            # differently, decides as it always has)
-            return [(self.shares.closest(rows, free[0]), 0)]
-        if len(rows) * len(free) <= SMALL:
-            return optimal_assignment(self.shares.matrix(rows, free, weighted=False))
-        return best_agreement(rows, [self.calls[a].arguments for a in free], weighted=False)[1]
+        return best_agreement(rows, free, self.shares, weighted=False)[1]
 
     def pairing_diffs(self, match_l: Sequence[int], *, unordered: bool) -> None:
         """`unordered` / `superset`: expected calls left out of the maximum matching."""

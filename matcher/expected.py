@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .types import Call
-from .values import ObjectSpec, ShareItems, Spec
+from .values import ObjectSpec, Spec
 
 ORDERED_MODES = frozenset({"strict", "in_order"})
 
 
 def _always(_: Any) -> bool:
     return True
-
-
-UNCOMPILED: Any = object()
 
 
 @dataclass(frozen=True, eq=False)
@@ -41,12 +38,9 @@ class ExpectedCall:
     # `error`/`result` spec is given (`args_only`), else on the whole call.
     check: Callable[[Any], bool] = field(default=_always, repr=False)
     args_only: bool = field(default=True, repr=False)
-    # The object spec whose top-level keys `argument_score` counts, if any, and its
-    # `share_items` (both fixed at parse time: read on every evaluation that fails).
+    # The object spec whose top-level keys `argument_score` counts, if any (fixed at parse
+    # time: read on every evaluation that fails).
     listed: ObjectSpec | None = field(default=None, init=False, repr=False)
-    share_items: ShareItems | None = field(default=None, init=False, repr=False)
-    # `listed.share_function()`, compiled on first use (by an evaluation that fails)
-    share_fn: Any = field(default=UNCOMPILED, init=False, repr=False)
 
     def __post_init__(self) -> None:
         spec = self.checked_arguments
@@ -54,20 +48,11 @@ class ExpectedCall:
             object.__setattr__(self, "index_key", spec.index_key())
             if spec.entries:
                 object.__setattr__(self, "listed", spec)
-                object.__setattr__(self, "share_items", spec.share_items())
         if self.error is None and self.result is None:
             object.__setattr__(self, "check", _always if spec is None else spec.matches)
         else:
             object.__setattr__(self, "check", self.compatible_same_name)
             object.__setattr__(self, "args_only", False)
-
-    def compile_share(self) -> Callable[[Any, int, dict[Any, bool]], float] | None:
-        """`share_fn`, compiled now if it is not yet."""
-        fn = self.share_fn
-        if fn is UNCOMPILED:
-            fn = self.listed.share_function() if self.listed is not None else None
-            object.__setattr__(self, "share_fn", fn)
-        return fn  # type: ignore[no-any-return]
 
     def compatible(self, call: Call) -> bool:
         """Name, arguments, error and result specs all hold (docs/matching.md, "Expected calls")."""
@@ -103,7 +88,7 @@ class ExpectedCall:
         return out
 
 
-def exact_values(rows: list[ExpectedCall]) -> bool:
+def exact_values(rows: Sequence[ExpectedCall]) -> bool:
     """True when every weight × share of these rows, and every sum of them, is exact:
     key counts are powers of two and weights multiples of 1/1024 below 2**16."""
     for e in rows:
@@ -158,7 +143,7 @@ class Plan:
             for j, e in enumerate(calls)
         )  # fmt: skip
         # argument_score: per tool name, the calls listing keys, their weight, and
-        # whether their weighted shares add up exactly (see `shares.exact_values`).
+        # whether their weighted shares add up exactly (see `exact_values`).
         self.listed = tuple(
             (name, tuple(rows), float(sum(e.weight for e in rows)), exact_values(rows))
             for name, rows in listed.items()

@@ -6,13 +6,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import explain
-from .agreement import SMALL, best_total
+from .agreement import best_total
 from .assign import in_order_greedy, lcs_chain, max_matching
 from .differences import Differences, diff_order
 from .expected import ORDERED_MODES, Plan
 from .explain import Frame
 from .result import Difference
-from .shares import Shares, certified_total, small_total
+from .shares import Shares
 from .types import Call, name_index
 from .values import MISSING
 
@@ -247,8 +247,4 @@ def _argument_score(
             continue
         position = {a: k for k, a in enumerate(cols)}
         paired = [position.get(match_l[e.index], -1) for e in rows]
-        if len(rows) * len(cols) > SMALL:
-            unit.arg_num += best_total(rows, [calls[a].arguments for a in cols], paired)
-            continue
-        total = certified_total(rows, cols, paired, shares) if exact else None
-        unit.arg_num += small_total(rows, cols, shares) if total is None else total
+        unit.arg_num += best_total(rows, cols, paired, shares, exact)

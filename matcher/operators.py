@@ -1,4 +1,12 @@
-"""The `$` operators of value specs (docs/matching.md, "Values")."""
+"""The `$` operators of value specs (docs/matching.md, "Values"), as a registry.
+
+`OPERATORS` maps each operator to the function that compiles it: `(raw, path, sub)`,
+`raw` the whole operator object (`$approx` reads its `$tol`/`$rel` there), `path` its
+field path, `sub(raw, path)` the compiler of a nested spec (`compiler.compile_spec`
+under the same arguments mode, so this module does not import the compiler). Adding
+an operator is one function and one entry; `MODIFIERS` and `STANDALONE` say how an
+operator combines with the others in one object.
+"""
 
 from __future__ import annotations
 
@@ -9,18 +17,12 @@ from typing import Any
 import re2
 
 from .assign import has_perfect_matching
+from .jsonvalue import check_json, is_number, json_equal, show
 from .types import InvalidExpectation, enum_key, index_path, key_path
-from .values import (
-    AbsentSpec,
-    AnySpec,
-    Literal,
-    Spec,
-    check_json,
-    compile_spec,
-    is_number,
-    json_equal,
-    show,
-)
+from .values import AbsentSpec, AnySpec, Literal, Spec
+
+SubSpec = Callable[[Any, str], Spec]
+Operator = Callable[[Mapping[str, Any], str, SubSpec], Spec]
 
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False
@@ -40,18 +42,6 @@ _TYPES = {
     "null": (lambda v: v is None, "null"),
 }
 _NORM_DROP = str.maketrans("", "", " ,./-_*^")
-_COMPARE: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
-    "$gt": (lambda v, x: v > x, ">"),
-    "$gte": (lambda v, x: v >= x, "≥"),
-    "$lt": (lambda v, x: v < x, "<"),
-    "$lte": (lambda v, x: v <= x, "≤"),
-}
-_STANDALONE = ("$any", "$absent", "$literal")
-KNOWN = frozenset(
-    {"$any", "$absent", "$in", "$regex", "$contains", "$approx", "$tol", "$rel", "$type"}
-    | {"$norm", "$unordered", "$not", "$all", "$literal"}
-    | set(_COMPARE)
-)
 
 
 def norm_fold(s: str) -> str:
@@ -60,30 +50,17 @@ def norm_fold(s: str) -> str:
 
 
 class Op(Spec):
-    """One operator: a predicate with its JSON operand(s) and a description.
+    """One operator: a predicate with its JSON operand(s) and a description."""
 
-    `verdict`: the `verdict_json` form when it differs from `as_json` (an operand
-    that is itself a spec, e.g. `$contains: {…}`, whose object specs may be exact)."""
+    __slots__ = ("_json", "_text")
 
-    __slots__ = ("_json", "_text", "_verdict")
-
-    def __init__(
-        self,
-        pred: Callable[[Any], bool],
-        as_json: dict[str, Any],
-        text: str,
-        verdict: dict[str, Any] | None = None,
-    ) -> None:
+    def __init__(self, pred: Callable[[Any], bool], as_json: dict[str, Any], text: str) -> None:
         self.matches = pred
         self._json = as_json
         self._text = text
-        self._verdict = verdict
 
     def to_json(self) -> Any:
         return self._json
-
-    def verdict_json(self) -> Any:
-        return self._json if self._verdict is None else self._verdict
 
     def describe(self) -> str:
         return self._text
@@ -105,12 +82,6 @@ class AllOf(Spec):
             out.update(p.to_json())
         return out
 
-    def verdict_json(self) -> Any:
-        out: dict[str, Any] = {}
-        for p in self.parts:
-            out.update(p.verdict_json())
-        return out
-
     def describe(self) -> str:
         return " and ".join(p.describe() for p in self.parts)
 
@@ -124,11 +95,26 @@ def _number(raw: Mapping[str, Any], op: str, path: str, *, positive: bool = Fals
     return x  # type: ignore[no-any-return]
 
 
-def _fmt(x: float) -> str:
-    return show(x)
+def _specs(raw: Mapping[str, Any], op: str, path: str, sub: SubSpec) -> list[Spec]:
+    """The operand of `op`, a list of nested specs."""
+    return [sub(x, index_path(key_path(path, op), i)) for i, x in enumerate(raw[op])]
 
 
-def _approx(raw: Mapping[str, Any], path: str) -> Spec:
+def _flag(op: str, spec: Spec) -> Operator:
+    def compile_flag(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+        if raw[op] is not True:
+            raise InvalidExpectation(path, f"{op} must be true")
+        return spec
+
+    return compile_flag
+
+
+def _literal(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    check_json(raw["$literal"], key_path(path, "$literal"))
+    return Literal(raw["$literal"], explicit=True)
+
+
+def _approx(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
     x = _number(raw, "$approx", path)
     tol = _number(raw, "$tol", path, positive=True) if "$tol" in raw else None
     rel = _number(raw, "$rel", path, positive=True) if "$rel" in raw else None
@@ -142,36 +128,56 @@ def _approx(raw: Mapping[str, Any], path: str) -> Spec:
     parts = []
     if tol is not None:
         as_json["$tol"] = tol
-        parts.append(f"±{_fmt(tol)}")
+        parts.append(f"±{show(tol)}")
     if rel is not None:
         as_json["$rel"] = rel
         parts.append(f"±{rel * 100:.6g}%")
     if not parts:
-        return Op(lambda v: is_number(v) and v == x, as_json, _fmt(x))
-    return Op(pred, as_json, f"≈{_fmt(x)} " + " or ".join(parts))
+        return Op(lambda v: is_number(v) and v == x, as_json, show(x))
+    return Op(pred, as_json, f"≈{show(x)} " + " or ".join(parts))
 
 
-def _regex(pattern: Any, path: str) -> Spec:
+def _in(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    arg = raw["$in"]
+    if not isinstance(arg, (list, tuple)):
+        raise InvalidExpectation(path, "$in must be a list of values")
+    check_json(arg, key_path(path, "$in"))
+    options = list(arg)
+
+    def one_of(v: Any) -> bool:
+        for o in options:  # noqa: SIM110 - a loop: `any()` over a generator costs more
+            if json_equal(o, v):
+                return True
+        return False
+
+    return Op(one_of, {"$in": options}, f"one of {show(options)}")
+
+
+def _regex(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    pattern = raw["$regex"]
     if not isinstance(pattern, str):
         raise InvalidExpectation(path, f"$regex must be a string, got {show(pattern)}")
     try:
-        compiled = re2.compile(pattern, options=_RE2_OPTIONS)
+        text = re2.compile(pattern, options=_RE2_OPTIONS)
     except re2.error as e:
         why = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
         raise InvalidExpectation(path, f"$regex does not compile (RE2 syntax): {why}") from None
-    return Op(_fullmatcher(compiled), {"$regex": pattern}, f"a string matching /{pattern}/")
+    pred = _fullmatcher(text, re2.compile(pattern.encode(), options=_RE2_OPTIONS))
+    return Op(pred, {"$regex": pattern}, f"a string matching /{pattern}/")
 
 
-def _fullmatcher(compiled: Any) -> Callable[[Any], bool]:
-    """`compiled.fullmatch(v) is not None` for strings, through google-re2's low-level
-    `Match` when available (faster than the wrapper, which builds match objects: README,
-    "Measured")."""
+def _fullmatcher(text: Any, compiled: Any) -> Callable[[Any], bool]:
+    """`compiled.fullmatch(v) is not None` for strings, through google-re2's private
+    low-level `Match` when it is there and agrees with the public API on probes (the
+    wrapper builds a match object per call; the report of issue 12 quotes the gain),
+    else the public API on UTF-8 bytes."""
     full = compiled.fullmatch
 
     def slow(v: Any) -> bool:
-        return isinstance(v, str) and full(v) is not None
+        # bytes encoded with `surrogatepass`: a lone surrogate is no error, as in `fast`
+        return isinstance(v, str) and full(v.encode("utf-8", "surrogatepass")) is not None
 
-    low = getattr(getattr(compiled, "_regexp", None), "Match", None)
+    low = getattr(getattr(text, "_regexp", None), "Match", None)
     if low is None or _ANCHOR_BOTH is None:
         return slow
     anchor = _ANCHOR_BOTH
@@ -191,134 +197,128 @@ def _fullmatcher(compiled: Any) -> Callable[[Any], bool]:
     return slow
 
 
-def _one(op: str, arg: Any, path: str, exact: bool) -> Spec:
-    """Compile one operator (not `$approx`, handled with its modifiers)."""
-    sub = key_path(path, op)
-    if op in ("$any", "$absent"):
-        if arg is not True:
-            raise InvalidExpectation(path, f"{op} must be true")
-        return AnySpec() if op == "$any" else AbsentSpec()
-    if op == "$literal":
-        check_json(arg, sub)
-        return Literal(arg, explicit=True)
-    if op == "$in":
-        if not isinstance(arg, (list, tuple)):
-            raise InvalidExpectation(path, "$in must be a list of values")
-        check_json(arg, sub)
-        options = list(arg)
+def _contains(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    arg = raw["$contains"]
+    inner = sub(arg, key_path(path, "$contains"))
+    text = arg if isinstance(arg, str) else None
+    element = inner.matches
 
-        def one_of(v: Any) -> bool:
-            for o in options:  # noqa: SIM110 - a loop: `any()` over a generator costs more
-                if json_equal(o, v):
+    def contains(v: Any) -> bool:
+        if isinstance(v, str):
+            return text is not None and text in v
+        if isinstance(v, (list, tuple)):
+            for x in v:  # a loop: `any()` over a generator costs more for short lists
+                if element(x):
                     return True
+        return False
+
+    what = (
+        f"something containing {show(text)}"
+        if text is not None
+        else f"a list containing {inner.describe()}"
+    )
+    return Op(contains, {"$contains": inner.to_json()}, what)
+
+
+def _compare(op: str, test: Callable[[Any, Any], bool], sym: str) -> Operator:
+    def compile_compare(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+        x = _number(raw, op, path)
+        return Op(lambda v: is_number(v) and test(v, x), {op: x}, f"{sym} {show(x)}")
+
+    return compile_compare
+
+
+def _type(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    arg = raw["$type"]
+    if not isinstance(arg, str) or enum_key(arg) not in _TYPES:
+        raise InvalidExpectation(path, f"$type must be one of {', '.join(_TYPES)}, got {show(arg)}")
+    name = enum_key(arg)
+    pred, text = _TYPES[name]
+    return Op(pred, {"$type": name}, text)
+
+
+def _norm(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    arg = raw["$norm"]
+    if not isinstance(arg, str):
+        raise InvalidExpectation(path, f"$norm must be a string, got {show(arg)}")
+    folded = norm_fold(arg)
+    return Op(
+        lambda v: isinstance(v, str) and norm_fold(v) == folded,
+        {"$norm": arg},
+        f"{show(arg)} (ignoring case, spaces and punctuation)",
+    )
+
+
+def _unordered(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    if not isinstance(raw["$unordered"], (list, tuple)):
+        raise InvalidExpectation(path, "$unordered must be a list of specs")
+    items = _specs(raw, "$unordered", path, sub)
+
+    def pred(v: Any) -> bool:
+        if not isinstance(v, (list, tuple)) or len(v) != len(items):
             return False
+        adj = [[j for j, x in enumerate(v) if s.matches(x)] for s in items]
+        return has_perfect_matching(adj, len(v))
 
-        return Op(
-            one_of,
-            {"$in": options},
-            f"one of {show(options)}",
-        )
-    if op == "$regex":
-        return _regex(arg, path)
-    if op == "$contains":
-        inner = compile_spec(arg, sub, exact)
-        text = arg if isinstance(arg, str) else None
-        element = inner.matches
+    as_json = [s.to_json() for s in items]
+    return Op(pred, {"$unordered": as_json}, f"{show(as_json)} in any order")
 
-        def contains(v: Any) -> bool:
-            if isinstance(v, str):
-                return text is not None and text in v
-            if isinstance(v, (list, tuple)):
-                for x in v:  # a loop: `any()` over a generator costs more for short lists
-                    if element(x):
-                        return True
-            return False
 
-        what = (
-            f"something containing {show(text)}"
-            if text is not None
-            else (f"a list containing {inner.describe()}")
-        )
-        return Op(
-            contains, {"$contains": inner.to_json()}, what, {"$contains": inner.verdict_json()}
-        )
-    if op in _COMPARE:
-        x = _number({op: arg}, op, path)
-        cmp, sym = _COMPARE[op]
-        return Op(lambda v: is_number(v) and cmp(v, x), {op: x}, f"{sym} {_fmt(x)}")
-    if op == "$type":
-        if not isinstance(arg, str) or enum_key(arg) not in _TYPES:
-            raise InvalidExpectation(
-                path, f"$type must be one of {', '.join(_TYPES)}, got {show(arg)}"
-            )
-        name = enum_key(arg)
-        pred, text = _TYPES[name]
-        return Op(pred, {"$type": name}, text)
-    if op == "$norm":
-        if not isinstance(arg, str):
-            raise InvalidExpectation(path, f"$norm must be a string, got {show(arg)}")
-        folded = norm_fold(arg)
-        return Op(
-            lambda v: isinstance(v, str) and norm_fold(v) == folded,
-            {"$norm": arg},
-            f"{show(arg)} (ignoring case, spaces and punctuation)",
-        )
-    if op == "$unordered":
-        if not isinstance(arg, (list, tuple)):
-            raise InvalidExpectation(path, "$unordered must be a list of specs")
-        items = [compile_spec(x, index_path(sub, i), exact) for i, x in enumerate(arg)]
-        return Op(
-            lambda v: _unordered(items, v),
-            {"$unordered": [s.to_json() for s in items]},
-            f"{show([s.to_json() for s in items])} in any order",
-            {"$unordered": [s.verdict_json() for s in items]},
-        )
-    if op == "$not":
-        inner = compile_spec(arg, sub, exact)
-        neg = inner.matches
-        return Op(
-            lambda v: not neg(v),
-            {"$not": inner.to_json()},
-            f"not {inner.describe()}",
-            {"$not": inner.verdict_json()},
-        )
-    # $all
+def _not(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    inner = sub(raw["$not"], key_path(path, "$not"))
+    neg = inner.matches
+    return Op(lambda v: not neg(v), {"$not": inner.to_json()}, f"not {inner.describe()}")
+
+
+def _all(raw: Mapping[str, Any], path: str, sub: SubSpec) -> Spec:
+    arg = raw["$all"]
     if not isinstance(arg, (list, tuple)) or not arg:
         raise InvalidExpectation(path, "$all must be a non-empty list of specs")
-    parts = [compile_spec(x, index_path(sub, i), exact) for i, x in enumerate(arg)]
+    parts = _specs(raw, "$all", path, sub)
     preds = tuple(p.matches for p in parts)
     return Op(
         lambda v: all(p(v) for p in preds),
         {"$all": [p.to_json() for p in parts]},
         " and ".join(p.describe() for p in parts),
-        {"$all": [p.verdict_json() for p in parts]},
     )
 
 
-def _unordered(items: list[Spec], v: Any) -> bool:
-    if not isinstance(v, (list, tuple)) or len(v) != len(items):
-        return False
-    adj = [[j for j, x in enumerate(v) if s.matches(x)] for s in items]
-    return has_perfect_matching(adj, len(v))
+OPERATORS: dict[str, Operator] = {
+    "$any": _flag("$any", AnySpec()),
+    "$absent": _flag("$absent", AbsentSpec()),
+    "$in": _in,
+    "$regex": _regex,
+    "$contains": _contains,
+    "$approx": _approx,
+    "$type": _type,
+    "$norm": _norm,
+    "$unordered": _unordered,
+    "$not": _not,
+    "$all": _all,
+    "$literal": _literal,
+    "$gt": _compare("$gt", lambda v, x: v > x, ">"),
+    "$gte": _compare("$gte", lambda v, x: v >= x, "≥"),
+    "$lt": _compare("$lt", lambda v, x: v < x, "<"),
+    "$lte": _compare("$lte", lambda v, x: v <= x, "≤"),
+}
+MODIFIERS = {"$tol": "$approx", "$rel": "$approx"}  # read by the operator they modify
+STANDALONE = ("$any", "$absent", "$literal")  # never combined with another operator
+KNOWN = frozenset(OPERATORS) | frozenset(MODIFIERS)
 
 
-def compile_operators(raw: Mapping[str, Any], path: str, exact: bool, *, in_object: bool) -> Spec:
+def compile_operators(raw: Mapping[str, Any], path: str, sub: SubSpec, *, in_object: bool) -> Spec:
     """Compile an object whose keys are all operators (ANDed)."""
     for op in raw:
         if op not in KNOWN:
             raise InvalidExpectation(path, f"unknown operator {op}")
-    for op in _STANDALONE:
+    for op in STANDALONE:
         if op in raw and len(raw) > 1:
             other = next(k for k in raw if k != op)
             raise InvalidExpectation(path, f"{op} must stand alone (found {other} with it)")
-    for op in ("$tol", "$rel"):
-        if op in raw and "$approx" not in raw:
-            raise InvalidExpectation(path, f"{op} is only allowed with $approx")
+    for op, owner in MODIFIERS.items():
+        if op in raw and owner not in raw:
+            raise InvalidExpectation(path, f"{op} is only allowed with {owner}")
     if "$absent" in raw and not in_object:
         raise InvalidExpectation(path, "$absent is only allowed as the value of a key")
-    parts: list[Spec] = []
-    for op, arg in raw.items():
-        if op in ("$tol", "$rel"):
-            continue
-        parts.append(_approx(raw, path) if op == "$approx" else _one(op, arg, path, exact))
+    parts = [OPERATORS[op](raw, path, sub) for op in raw if op not in MODIFIERS]
     return parts[0] if len(parts) == 1 else AllOf(parts)

@@ -129,9 +129,7 @@ class Result:
     counts: Counts
     # per evaluated list of expected calls, the matching the scores count (match_l: expected
     # index -> actual index or -1) and the frame that locates its calls; read through `pairs`
-    matched: tuple[tuple[Sequence[int], Frame], ...] = field(
-        default=(), compare=False, repr=False
-    )
+    matched: tuple[tuple[Sequence[int], Frame], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def pairs(self) -> tuple[tuple[int, int, int | None], ...]:

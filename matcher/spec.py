@@ -16,10 +16,11 @@ from typing import Any
 
 import yaml
 
+from .compiler import compile_spec
 from .expected import ExpectedCall, Plan, TurnSpec
 from .selector import Selector, glob_match, parse_selector
 from .types import InvalidExpectation, enum_key, index_path, key_path
-from .values import Spec, compile_spec, show
+from .values import Spec, show
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
 ARGUMENT_MODES = ("ignore", "partial", "exact")

@@ -214,11 +214,14 @@ def test_parallel_calls_in_either_order_score_the_same() -> None:
     first, second = one.to_dict(), two.to_dict()
     # everything but the pairing, which names positions: each expected call is paired with
     # the call of its name wherever the step put it
-    assert first.pop("pairs") == [{"expected_index": j, "actual_index": j, "turn": 0}
-                                  for j in range(3)]
-    assert second.pop("pairs") == [{"expected_index": 0, "actual_index": 1, "turn": 0},
-                                   {"expected_index": 1, "actual_index": 0, "turn": 0},
-                                   {"expected_index": 2, "actual_index": 2, "turn": 0}]
+    assert first.pop("pairs") == [
+        {"expected_index": j, "actual_index": j, "turn": 0} for j in range(3)
+    ]
+    assert second.pop("pairs") == [
+        {"expected_index": 0, "actual_index": 1, "turn": 0},
+        {"expected_index": 1, "actual_index": 0, "turn": 0},
+        {"expected_index": 2, "actual_index": 2, "turn": 0},
+    ]
     assert first == second
 
 

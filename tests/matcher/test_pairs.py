@@ -12,18 +12,27 @@ def pairs(body: dict[str, object], turns: list[list[Call]]) -> list[list[dict[st
 
 def test_conversation_scope_indexes_calls_across_turns() -> None:
     turns = [[Call("a"), Call("x")], [Call("b", {"n": 2})]]
-    body = {"id": "e", "calls": [{"name": "b", "arguments": {"n": 2}}, {"name": "a"},
-                                 {"name": "c"}], "match": "unordered"}
+    body = {
+        "id": "e",
+        "calls": [{"name": "b", "arguments": {"n": 2}}, {"name": "a"}, {"name": "c"}],
+        "match": "unordered",
+    }
     (got,) = pairs(body, turns)
-    assert got == [{"expected_index": 0, "actual_index": 2, "turn": 1},
-                   {"expected_index": 1, "actual_index": 0, "turn": 0}]
+    assert got == [
+        {"expected_index": 0, "actual_index": 2, "turn": 1},
+        {"expected_index": 1, "actual_index": 0, "turn": 0},
+    ]
 
 
 def test_per_turn_lists_index_within_each_turn() -> None:
     turns = [[Call("a")], [Call("x"), Call("b")]]
     body = {"id": "e", "turns": [{"calls": [{"name": "a"}]}, {"calls": [{"name": "b"}]}]}
-    assert pairs(body, turns) == [[{"expected_index": 0, "actual_index": 0, "turn": 0},
-                                   {"expected_index": 0, "actual_index": 1, "turn": 1}]]
+    assert pairs(body, turns) == [
+        [
+            {"expected_index": 0, "actual_index": 0, "turn": 0},
+            {"expected_index": 0, "actual_index": 1, "turn": 1},
+        ]
+    ]
 
 
 def test_each_turn_and_incompatible_calls() -> None:

@@ -22,6 +22,7 @@ from matcher import (
     score,
 )
 from matcher.expected import ExpectedCall
+from tests.matcher.test_shares import reference_share
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
 ARG_MODES = ("ignore", "partial", "exact")
@@ -291,7 +292,7 @@ def _oracle(exp: Expectation, t: list[list[Call]]) -> dict[str, Any]:
         total = 0.0
         for x, k in zip(arg_rows, choice, strict=True):
             if k is not None and a[k].name == x.name:
-                total += x.weight * x.listed.key_share(a[k].arguments)  # type: ignore[union-attr]
+                total += x.weight * reference_share(x.listed, a[k].arguments)
         best_args = max(best_args, total)
     den = sum(x.weight for x in arg_rows)
     total_w = sum(x.weight for x in e)

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from matcher.values import MISSING, compile_spec, json_equal
+from matcher.compiler import compile_spec
+from matcher.values import MISSING, json_equal
 
 M = MISSING  # the key is absent
 
