@@ -9,13 +9,16 @@ in different OTLP requests, so they are paired here, at read time, by the worker
    instrumentations of one call);
 2. requests are deduplicated (same call id; an LLM span nested in another repeating its calls);
 3. each execution is paired with a request by call id, else by name + canonical arguments +
-   order, else by name when either side's arguments tell nothing (content capture off, keys
+   order — also when both carry ids that pair with nothing on the other side, as when the
+   model's ids and the executions' come from different id spaces (Google ADK 2.x default
+   schema: `get_weather_0` on the LLM span, `adk-<uuid>` on the tool span) —, else by name
+   when either side's arguments tell nothing (content capture off, keys
    dropped by an attribute limit) or the execution's were collapsed (OpenInference-LangChain's
    `"Paris"` for `{"city": "Paris"}`). The execution wins for result,
    error and timing; the request supplies a missing call id and uncaptured arguments;
 4. steps: the requests of one LLM span are one step; an unpaired execution joins an overlapping
    sibling's step, or overlapping unpaired siblings form one; steps are numbered in time order;
-5. a request never executed stays, `executed=False`.
+5. a request never executed stays, `executed=False`, only when no execution can be its.
 """
 
 from __future__ import annotations
@@ -88,18 +91,28 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
         by_name.setdefault(r.name, []).append(r)
     paired: dict[str, ToolCall] = {}
     taken: set[str] = set()
+    executed_ids = {e.call_id for e in executions if e.call_id}
+
+    def unbound(e: ToolCall, r: ToolCall) -> bool:
+        """The two ids cannot veto a pairing: one is missing, or they come from different id
+        spaces (ADK 2.x: the model span says `get_order_0`, the tool span `adk-<uuid>`) — the
+        execution's id names no request of the turn and the request's no execution."""
+        return (
+            e.call_id is None or r.call_id is None
+            or (e.call_id not in by_id and r.call_id not in executed_ids)
+        )
 
     def take(e: ToolCall, candidates: list[ToolCall], loose: bool) -> None:
         for r in candidates:
             if r.span_id in taken or r.name != e.name or r.start_ns > e.end_ns:
                 continue
             if loose and not (
-                (e.call_id is None or r.call_id is None)
+                unbound(e, r)
                 and (unknown_arguments(e.arguments) or unknown_arguments(r.arguments)
                      or _collapsed_value(e.arguments, r.arguments))
             ):
                 continue
-            if not loose and e.call_id and r.call_id and e.call_id != r.call_id:
+            if not loose and e.call_id != r.call_id and not unbound(e, r):
                 continue
             paired[e.span_id] = r
             taken.add(r.span_id)

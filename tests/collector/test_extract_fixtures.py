@@ -31,7 +31,7 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
-STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "langgraph_openinference"}
+STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
@@ -42,10 +42,13 @@ def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
 
 def expected_turns(expected: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Per turn, the calls as extraction must see them. Where the capture says the model's call ids
-    reach no span (`"call_ids_in_spans": false`, CrewAI + OpenInference), none can be extracted."""
-    keys = ("name", "arguments", "error", "step", "call_id")
+    reach no span (`"call_ids_in_spans": false`, CrewAI + OpenInference), none can be extracted;
+    where a call's own id reaches no span, `span_call_id` is the only id the spans carry for it."""
+    keys = ("name", "arguments", "error", "step")
     ids = expected.get("call_ids_in_spans", True)
-    return [[{k: (c[k] if ids or k != "call_id" else None) for k in keys} for c in turn["calls"]]
+    return [[{**{k: c[k] for k in keys},
+              "call_id": c.get("span_call_id", c["call_id"]) if ids else None}
+             for c in turn["calls"]]
             for turn in expected["turns"]]
 
 
@@ -112,3 +115,18 @@ def test_each_turn_has_one_request_row_per_model_call(name: str) -> None:
     assert len(requests) == wanted
     assert all("#" in r.span_id and r.parent_span_id == r.span_id.split("#")[0]
                for r in requests)
+
+
+def test_two_id_spaces_do_not_double_a_call() -> None:
+    """ADK 2.x default schema with a model that gives no ids (as Gemini): the LLM span says
+    `get_weather_0`, the tool span `adk-<uuid>`. Each call is one executed call, no request is
+    left "never executed", and the execution's id (ADK's own, in its events) is kept."""
+    request, expected = load("adk_noids")
+    batch = extract(request)
+    requests = {c.call_id for c in batch.calls if not c.executed}
+    executions = {c.call_id for c in batch.calls if c.executed}
+    assert "get_weather_0" in requests and not requests & executions  # two id spaces
+    turns = turns_of(batch)
+    assert all(c.executed for turn in turns for c in turn)
+    assert [len(t) for t in turns] == [len(t["calls"]) for t in expected["turns"]]
+    assert turns[0][0].call_id == expected["turns"][0]["calls"][0]["call_id"]
