@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.capture import adk_events
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
+from collector.extract.reconcile import place, settle
 from collector.model import Batch, ToolCall
 
 WIDTH = 120
@@ -151,12 +152,12 @@ def trajectory(batch: Batch, fates: dict[str, str]) -> list[dict[str, Any]]:
     out = []
     for key, infos in by_key.items():
         turns = []
-        for info in infos:
-            rows = [c for c in batch.calls if c.trace_id == info.trace_id]
-            calls = reconcile(rows, fates)
+        placed = settle([place([c for c in batch.calls if c.trace_id == info.trace_id], fates)
+                         for info in infos])
+        for info, calls in zip(infos, placed, strict=True):
             turns.append({"trace_id": info.trace_id, "turn_key": info.turn_key,
                           "start_ns": info.start_ns, "has_agent_root": info.has_agent_root,
-                          "calls": [call_row(c) for c in calls]})
+                          "calls": [call_row(p.resolved()) for p in calls]})
         out.append({"key": key, "turns": turns})
     return out
 
@@ -239,12 +240,12 @@ def span_row(n: SpanNote, depth: int) -> dict[str, Any]:
 def call_row(c: ToolCall) -> dict[str, Any]:
     return {"name": c.name, "arguments": c.arguments, "result": c.result, "error": c.error,
             "call_id": c.call_id, "step": c.step, "executed": c.executed, "span_id": c.span_id,
-            "convention": c.convention, "source": c.source}
+            "convention": c.convention, "source": c.source, "status": c.status}
 
 
 def stored_call(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in ("name", "arguments", "result", "error", "call_id", "step",
-                                    "executed", "span_id", "convention", "source")}
+                                    "executed", "span_id", "convention", "source", "status")}
 
 
 def vars_of(span: Any) -> dict[str, Any]:

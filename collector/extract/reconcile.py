@@ -18,7 +18,10 @@ in different OTLP requests, so they are paired here, at read time, by the worker
    error and timing; the request supplies a missing call id and uncaptured arguments;
 4. steps: the requests of one LLM span are one step; an unpaired execution joins an overlapping
    sibling's step, or overlapping unpaired siblings form one; steps are numbered in time order;
-5. a request never executed stays, `executed=False`, only when no execution can be its.
+5. a request never executed stays, `executed=False`, only when no execution can be its;
+6. a call waiting for the user's approval (`pending`) or refused (`rejected`) answers its
+   request but was not executed (`approvals`); across the turns of a conversation, `settle`
+   marks pending a call that a later turn executes under the same call id.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collector.extract.approvals import PENDING, unexecuted
 from collector.extract.dedup import Collapsed, collapse, overlaps
 from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
@@ -190,7 +194,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
         step = assigned[e.span_id].step
         request = paired.get(e.span_id)
         order = LAST if request is None else request_index(request)[1]
-        out.append(((step, order, e.start_ns, e.span_id), Placed(e, step, request)))
+        call = e.evolve(executed=False) if unexecuted(e) else e
+        out.append(((step, order, e.start_ns, e.span_id), Placed(call, step, request)))
     for r in unanswered:
         step = group_of[r.span_id].step
         key = (step, request_index(r)[1], r.start_ns, r.span_id)
@@ -198,6 +203,27 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
     if notes is not None:
         _explain(notes, calls, folded, paired, assigned, unanswered, group_of)
     return [placed for _, placed in sorted(out, key=lambda item: item[0])]
+
+
+def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
+    """A conversation's placed turns, in turn order, with each execution that a later turn
+    executes again under the same name and call id, and that has neither result nor error
+    itself, marked pending (not executed): it was the call waiting for the user's approval
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation)."""
+    later: set[tuple[str, str]] = set()
+    out: list[list[Placed]] = []
+    for placed in reversed(turns):
+        kept = []
+        for p in placed:
+            c, call_id = p.call, p.merged()[0]
+            if (c.executed and call_id and (c.name, call_id) in later
+                    and c.result is None and c.error is None):
+                p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
+            kept.append(p)
+        later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
+                     if (p.call.executed or unexecuted(p.call)) and (cid := p.merged()[0]))
+        out.append(kept)
+    return out[::-1]
 
 
 def _explain(
@@ -218,6 +244,9 @@ def _explain(
             notes[request.span_id] = f"answered by span {span}"
     for r in unanswered:
         notes[r.span_id] = f"step {group_of[r.span_id].step}: requested, never executed"
+    for call in folded.calls:
+        if unexecuted(call):
+            notes[call.span_id] += f" ({call.status}: waiting for or refused by the user)"
 
 
 def _infer_groups(executions: list[ToolCall], assigned: dict[str, _Group]) -> None:
@@ -248,12 +277,13 @@ def reconcile_rows(rows: Iterable[Mapping[Any, Any]]) -> dict[Any, list[dict[str
         call = call_from_row(row)
         stored[(call.trace_id, call.span_id)] = row
         by_turn.setdefault(row["turn_id"], []).append(call)
-    out: dict[Any, list[dict[str, Any]]] = {}
-    for turn, calls in by_turn.items():
-        out[turn] = [
-            {**stored[(c.trace_id, c.span_id)], **overlay(c)} for c in reconcile(calls)
-        ]
-    return out
+    # turns in time order (of their first call), for `settle` across turns
+    order = sorted(by_turn, key=lambda t: min(c.start_ns for c in by_turn[t]))
+    placed = settle([place(by_turn[turn]) for turn in order])
+    return {
+        turn: [{**stored[(p.call.trace_id, p.call.span_id)], **overlay(p.resolved())} for p in ps]
+        for turn, ps in zip(order, placed, strict=True)
+    }
 
 
 def call_from_row(row: Mapping[Any, Any]) -> ToolCall:

@@ -29,7 +29,8 @@ def trajectory(report: dict[str, Any]) -> list[list[dict[str, Any]]]:
     (conversation,) = report["conversations"]
     return [
         [{"name": c["name"], "arguments": c["arguments"], "error": c["error"] is not None,
-          "step": c["step"], "call_id": c["call_id"]} for c in turn["calls"]]
+          "step": c["step"], "call_id": c["call_id"], "status": c["status"]}
+         for c in turn["calls"]]
         for turn in conversation["turns"]
     ]
 
