@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.capture import adk_events
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
+from collector.extract.keys import key_report, render_keys
 from collector.extract.reconcile import place, settle
 from collector.model import Batch, ToolCall
 
@@ -120,7 +121,8 @@ def file_report(
                 "events": adk_events.notes_as_rows(reading.events),
                 "closing": reading.closing_line(),
                 "conversations": trajectory(reading.batch, {})}
-    analysis = analyze(read_request(path), options, explain=True)
+    request = read_request(path)
+    analysis = analyze(request, options, explain=True)
     batch = analysis.batch
     fates: dict[str, str] = {}
     conversations = trajectory(batch, fates)
@@ -140,6 +142,7 @@ def file_report(
         "spans": [span_row(n, depth) for depth, n in ordered(analysis.spans)],
         "rejected": [vars_of(r) for r in batch.rejected],
         "unextracted": [vars_of(r) for r in batch.unextracted],
+        "conversation_keys": key_report(request, batch.traces, options.conversation_keys),
         "conversations": conversations,
     }
 
@@ -274,6 +277,8 @@ def render(report: dict[str, Any], *, summary: bool) -> list[str]:
     for kind in ("rejected", "unextracted"):
         lines.extend(f"{kind}: {r['trace_id'][:8]} {r['span_id']} {r['name']!r}: {r['reason']}"
                      for r in report[kind])
+    if "conversation_keys" in report:  # a file's report (a stored one has its key already)
+        lines += ["", *render_keys(report["conversation_keys"])]
     return lines + render_conversations(report, summary=summary)
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from collector.extract import extract
-from collector.extract_report import main
+from collector.extract import ExtractOptions, extract
+from collector.extract_report import file_report, main
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from tests.collector.test_extract_fixtures import CAPTURES, expected_turns, load
@@ -107,3 +107,31 @@ def test_runs_as_a_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "conversation 'conv-vercel-ai-0001': 3 turn(s)" in done.stdout
+
+
+def test_unknown_conversation_key_is_named_not_silently_split() -> None:
+    """Vercel AI's session id is user-chosen metadata (`ai.telemetry.metadata.sessionId`):
+    without it configured, each turn becomes a conversation of its own, and the report says
+    so and names the attribute to configure."""
+    path = CAPTURES / "vercel_ai" / "spans.otlp.pb"
+    keys = file_report(path, ExtractOptions(conversation_keys=()))["conversation_keys"]
+    assert keys["used"] == {} and keys["unkeyed"] == 3
+    assert keys["candidates"] == {"ai.telemetry.metadata.sessionId": 1}
+    assert "ai.telemetry.metadata.sessionId" in keys["warning"]
+    configured = file_report(path, ExtractOptions())["conversation_keys"]
+    assert configured == {"used": {"ai.telemetry.metadata.sessionId": 3}, "unkeyed": 0,
+                          "candidates": {}, "warning": None}
+
+
+def test_summary_names_the_key_used_and_never_mcp_session_id(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The MCP capture's server spans carry `mcp.session.id`: a transport session, never a
+    conversation key nor a candidate for one."""
+    assert main([str(CAPTURES / "pydantic_ai_mcp" / "spans.otlp.pb"), "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "conversation key: gen_ai.conversation.id (3 trace(s))" in out
+    assert "key-like attributes" not in out and "WARNING" not in out
+    request, _ = load("pydantic_ai_mcp")
+    assert any(a.key == "mcp.session.id" for rs in request.resource_spans
+               for ss in rs.scope_spans for s in ss.spans for a in s.attributes)
