@@ -9,6 +9,11 @@ second tool span with the same call id in a later turn. Two ways to tell:
   call with `{"error": "This tool call requires confirmation, please approve or reject."}`
   until the user confirms, and with `{"error": "This tool call is rejected."}` when the user
   refuses (google-adk 2.13 `tools/_confirmation_utils.py`; capture `tests/captures/adk_approval`);
+- OpenInference: a TOOL span that ended OK with no `output.value` never ran to completion (the
+  instrumentation writes the output of every finished call, an error's too); the OpenAI Agents
+  SDK ends the function span of a `needs_approval` call so at the interruption, and the resumed
+  run's spans never reach the exporter under openinference-instrumentation-openai-agents 2.6.0
+  (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace;
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
   neither a result nor an error was the call waiting, not an execution.
 
@@ -45,6 +50,11 @@ def approval_status(result: Any) -> str | None:
     if text in _REJECTED_TEXTS:
         return REJECTED
     return None
+
+
+def waiting_span(convention: str, attributes: dict[str, Any], failed: bool) -> bool:
+    """An OpenInference tool span that ended without output and without error."""
+    return convention == "openinference" and not failed and "output.value" not in attributes
 
 
 def unexecuted(call: ToolCall) -> bool:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from collector.extract.approvals import PENDING, REJECTED, approval_status
+from collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
 from collector.extract.conventions import Convention
 from collector.extract.events import event_arguments, event_call_id, event_result
 from collector.extract.otlp import SpanView
@@ -232,6 +232,8 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
             arguments, arguments_raw = hint["args"], None
     approval = approval_status(result)
     error = None if approval == PENDING else error_of(span, envelope_error)
+    if approval is None and waiting_span(convention.name, span.attributes, error is not None):
+        approval = PENDING
     if approval == REJECTED:
         error = f"rejected: {error}" if error else "rejected"
     return ToolCall(
