@@ -6,9 +6,7 @@ the attribute each trace's key came from, how many traces had none, and every sp
 resource attribute whose name looks like a session, conversation or thread id that is not a
 configured key — the one to pass as `--conversation-key` (setting `conversation_keys`).
 
-`mcp.session.id` is never a conversation key, nor a candidate: it names the MCP transport
-session between one client and one server, which outlives or cuts across user conversations
-(GenAI semantic conventions, MCP page: `mcp.session.id`).
+`mcp.session.id` is never a conversation key, nor a candidate (`traces.NOT_CONVERSATION_KEYS`).
 """
 
 from __future__ import annotations
@@ -20,12 +18,15 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.extract.otlp import BadSpan, iter_spans, span_view
-from collector.extract.traces import CONVERSATION_KEYS, conversation_source
+from collector.extract.traces import (
+    CONVERSATION_KEYS,
+    NOT_CONVERSATION_KEYS,
+    conversation_source,
+)
 from collector.model import TraceInfo
 
 # the id's name at the end of the key: `session.id`, `sessionId`, `thread_id`, `chat-id`
 LOOKS_LIKE_A_KEY = re.compile(r"(session|conversation|thread|chat)[._-]?id$", re.IGNORECASE)
-NOT_CONVERSATION_KEYS = frozenset({"mcp.session.id"})
 
 
 def key_report(

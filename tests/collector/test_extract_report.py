@@ -135,3 +135,17 @@ def test_summary_names_the_key_used_and_never_mcp_session_id(
     request, _ = load("pydantic_ai_mcp")
     assert any(a.key == "mcp.session.id" for rs in request.resource_spans
                for ss in rs.scope_spans for s in ss.spans for a in s.attributes)
+
+
+def test_mcp_session_id_is_never_a_conversation_key_even_configured() -> None:
+    """The MCP server's spans, exported alone (a server in its own process sends its own
+    requests), carry `mcp.session.id` and no conversation key: each stays keyed by its trace."""
+    request, _ = load("pydantic_ai_mcp")
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            kept = [s for s in ss.spans if any(a.key == "mcp.session.id" for a in s.attributes)]
+            del ss.spans[:]
+            ss.spans.extend(kept)
+    batch = extract(request, ExtractOptions(conversation_keys=("mcp.session.id",)))
+    assert batch.traces
+    assert all(t.conversation_key == t.trace_id for t in batch.traces)
