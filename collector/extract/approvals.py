@@ -13,7 +13,10 @@ second tool span with the same call id in a later turn. Two ways to tell:
   instrumentation writes the output of every finished call, an error's too); the OpenAI Agents
   SDK ends the function span of a `needs_approval` call so at the interruption, and the resumed
   run's spans never reach the exporter under openinference-instrumentation-openai-agents 2.6.0
-  (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace;
+  (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace. Under
+  the OTel GenAI instrumentation the asking run's `execute_tool` span has arguments and no
+  result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
+  `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
   neither a result nor an error was the call waiting, not an execution.
 
@@ -52,9 +55,21 @@ def approval_status(result: Any) -> str | None:
     return None
 
 
-def waiting_span(convention: str, attributes: dict[str, Any], failed: bool) -> bool:
-    """An OpenInference tool span that ended without output and without error."""
-    return convention == "openinference" and not failed and "output.value" not in attributes
+OPENAI_AGENTS_GENAI_SCOPE = "opentelemetry.instrumentation.genai.openai_agents"
+
+
+def waiting_span(convention: str, scope: str, attributes: dict[str, Any], failed: bool) -> bool:
+    """A tool span that ended without result and without error where the instrumentation
+    writes the result of every finished call: OpenInference (`output.value`), and the OTel
+    GenAI OpenAI Agents instrumentation with content capture on (arguments but no
+    `gen_ai.tool.call.result`: it copies the SDK's function-span output, the SDK's text of
+    whatever the tool returned)."""
+    if failed:
+        return False
+    if convention == "openinference":
+        return "output.value" not in attributes
+    return (scope == OPENAI_AGENTS_GENAI_SCOPE and "gen_ai.tool.call.arguments" in attributes
+            and "gen_ai.tool.call.result" not in attributes)
 
 
 def unexecuted(call: ToolCall) -> bool:

@@ -232,7 +232,8 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
             arguments, arguments_raw = hint["args"], None
     approval = approval_status(result)
     error = None if approval == PENDING else error_of(span, envelope_error)
-    if approval is None and waiting_span(convention.name, span.attributes, error is not None):
+    failed = error is not None
+    if approval is None and waiting_span(convention.name, span.scope, span.attributes, failed):
         approval = PENDING
     if approval == REJECTED:
         error = f"rejected: {error}" if error else "rejected"

@@ -54,6 +54,15 @@ def expected_turns(expected: dict[str, Any]) -> list[list[dict[str, Any]]]:
             for turn in expected["turns"]]
 
 
+def expected_keys(batch: Batch, expected: dict[str, Any]) -> list[str]:
+    """Each turn's conversation key: the capture's, or the turn's trace id where the turn says
+    `"conversation_id": null` (a trace the instrumentation gave no conversation id)."""
+    traces = sorted(batch.traces, key=lambda t: t.start_ns)
+    return [t.trace_id if turn.get("conversation_id", expected["conversation_id"]) is None
+            else expected["conversation_id"] for t, turn in zip(traces, expected["turns"],
+                                                                 strict=True)]
+
+
 def as_expected(calls: list[ToolCall]) -> list[dict[str, Any]]:
     return [
         {"name": c.name, "arguments": c.arguments, "error": bool(c.error), "step": c.step,
@@ -89,7 +98,7 @@ def test_trajectory_equals_ground_truth(name: str) -> None:
     if name in NO_CONVERSATION_ID:
         assert keys == [t.trace_id for t in sorted(batch.traces, key=lambda t: t.start_ns)]
     else:
-        assert keys == [expected["conversation_id"]] * len(expected["turns"])
+        assert keys == expected_keys(batch, expected)
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -133,7 +133,12 @@ def test_fixture_split_children_first_stores_the_ground_truth(engine: Engine, na
             got.extend(turns)
         assert sorted(map(canonical, got)) == sorted(map(canonical, want))
         return
-    assert keys == [expected["conversation_id"]]
+    alone = [i for i, t in enumerate(expected["turns"]) if t.get("conversation_id", 1) is None]
+    assert len(keys) == 1 + len(alone) and expected["conversation_id"] in keys
+    for key in set(keys) - {expected["conversation_id"]}:  # turns keyed by their own trace
+        conversation, turns = stored_turns(engine, key)
+        assert conversation["turn_count"] == 1 and turns[0] in [want[i] for i in alone]
+    want = [turn for i, turn in enumerate(want) if i not in alone]
     conversation, turns = stored_turns(engine, expected["conversation_id"])
     assert conversation["turn_count"] == len(want)
     assert turns == want

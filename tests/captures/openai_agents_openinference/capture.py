@@ -231,7 +231,30 @@ expected = {
         "instrumented by OpenInference)."
     ),
 }
-if APPROVAL:
+if APPROVAL and INSTR == "otel":
+    # The resumed runs are traces of their own, rooted at invoke_agent, with no conversation id
+    # (conversation = that trace); the approved execution has its result but no call id; the
+    # rejection leaves no tool span. The asking runs' tool spans: arguments, no result.
+    pending = lambda login: {"name": "delete_account", "arguments": {"login": login}, "error": False,  # noqa: E731
+                             "step": 0, "call_id": f"call_del_{login}", "status": "pending"}
+    expected["turns"] = [
+        {"calls": [pending("alice")]},
+        {"conversation_id": None, "calls": [{
+            "name": "delete_account", "arguments": {"login": "alice"}, "error": False, "step": 0,
+            "call_id": None, "status": "ok", "requested_in_turn": False}]},
+        {"calls": [pending("bob")]},
+        {"conversation_id": None, "calls": []},
+        {"calls": [pending("carol")]},
+    ]
+    expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected",
+                                "call_del_carol": "never answered"}
+    expected["notes"] = (
+        "function_tool(needs_approval=True); the SDK's documented loop. Asking run: invoke_workflow "
+        "(gen_ai.conversation.id) > execute_tool with arguments, no result. Resumed run: a new trace "
+        "rooted at invoke_agent with NO conversation id (turn conversation_id null = keyed by its "
+        "trace); the approved execution has its result and no call id; a rejection emits no tool span."
+    )
+elif APPROVAL:
     # What the trace can show: each approval's tool span (arguments, no output) in the run that
     # asked; the resumed runs' spans (the approved execution, the rejection) never reach the
     # exporter, so every call stays pending in the trace, whatever the user answered.
