@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.capture import adk_events
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
+from collector.extract.approvals import UNEXECUTED
 from collector.extract.keys import key_report, render_keys
 from collector.extract.reconcile import place, settle
 from collector.model import Batch, ToolCall
@@ -294,7 +295,9 @@ def render_conversations(report: dict[str, Any], *, summary: bool) -> list[str]:
                 lines.append("    (no tool call)")
             for c in turn["calls"]:
                 status = "ERROR " + str(c["error"])[:60] if c["error"] else "ok"
-                if not c["executed"]:
+                if c.get("status") in UNEXECUTED:
+                    status = f"{c['status']} (waiting for or refused by the user)"
+                elif not c["executed"]:
                     status = "requested, never executed"
                 args = json.dumps(c["arguments"], ensure_ascii=False, default=str)
                 text = f"    step {c['step']}  {c['name']}({args})  id={c['call_id']}  {status}"

@@ -149,3 +149,11 @@ def test_mcp_session_id_is_never_a_conversation_key_even_configured() -> None:
     batch = extract(request, ExtractOptions(conversation_keys=("mcp.session.id",)))
     assert batch.traces
     assert all(t.conversation_key == t.trace_id for t in batch.traces)
+
+
+def test_text_names_pending_and_rejected_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(CAPTURES / "adk_approval" / "spans.otlp.pb")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("pending (waiting for or refused by the user)") == 3
+    assert out.count("rejected (waiting for or refused by the user)") == 1
+    assert "requested, never executed" not in out
