@@ -29,6 +29,9 @@ from collector.capture import adk_events
 from collector.clihelp import HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
+from collector.extract.approvals import UNEXECUTED
+from collector.extract.keys import key_report, render_keys
+from collector.extract.reconcile import place, settle
 from collector.model import Batch, ToolCall
 
 WIDTH = 120
@@ -120,7 +123,8 @@ def file_report(
                 "events": adk_events.notes_as_rows(reading.events),
                 "closing": reading.closing_line(),
                 "conversations": trajectory(reading.batch, {})}
-    analysis = analyze(read_request(path), options, explain=True)
+    request = read_request(path)
+    analysis = analyze(request, options, explain=True)
     batch = analysis.batch
     fates: dict[str, str] = {}
     conversations = trajectory(batch, fates)
@@ -140,6 +144,7 @@ def file_report(
         "spans": [span_row(n, depth) for depth, n in ordered(analysis.spans)],
         "rejected": [vars_of(r) for r in batch.rejected],
         "unextracted": [vars_of(r) for r in batch.unextracted],
+        "conversation_keys": key_report(request, batch.traces, options.conversation_keys),
         "conversations": conversations,
     }
 
@@ -152,12 +157,12 @@ def trajectory(batch: Batch, fates: dict[str, str]) -> list[dict[str, Any]]:
     out = []
     for key, infos in by_key.items():
         turns = []
-        for info in infos:
-            rows = [c for c in batch.calls if c.trace_id == info.trace_id]
-            calls = reconcile(rows, fates)
+        placed = settle([place([c for c in batch.calls if c.trace_id == info.trace_id], fates)
+                         for info in infos])
+        for info, calls in zip(infos, placed, strict=True):
             turns.append({"trace_id": info.trace_id, "turn_key": info.turn_key,
                           "start_ns": info.start_ns, "has_agent_root": info.has_agent_root,
-                          "calls": [call_row(c) for c in calls]})
+                          "calls": [call_row(p.resolved()) for p in calls]})
         out.append({"key": key, "turns": turns})
     return out
 
@@ -240,12 +245,12 @@ def span_row(n: SpanNote, depth: int) -> dict[str, Any]:
 def call_row(c: ToolCall) -> dict[str, Any]:
     return {"name": c.name, "arguments": c.arguments, "result": c.result, "error": c.error,
             "call_id": c.call_id, "step": c.step, "executed": c.executed, "span_id": c.span_id,
-            "convention": c.convention, "source": c.source}
+            "convention": c.convention, "source": c.source, "status": c.status}
 
 
 def stored_call(row: dict[str, Any]) -> dict[str, Any]:
     return {k: row.get(k) for k in ("name", "arguments", "result", "error", "call_id", "step",
-                                    "executed", "span_id", "convention", "source")}
+                                    "executed", "span_id", "convention", "source", "status")}
 
 
 def vars_of(span: Any) -> dict[str, Any]:
@@ -274,6 +279,8 @@ def render(report: dict[str, Any], *, summary: bool) -> list[str]:
     for kind in ("rejected", "unextracted"):
         lines.extend(f"{kind}: {r['trace_id'][:8]} {r['span_id']} {r['name']!r}: {r['reason']}"
                      for r in report[kind])
+    if "conversation_keys" in report:  # a file's report (a stored one has its key already)
+        lines += ["", *render_keys(report["conversation_keys"])]
     return lines + render_conversations(report, summary=summary)
 
 
@@ -289,7 +296,9 @@ def render_conversations(report: dict[str, Any], *, summary: bool) -> list[str]:
                 lines.append("    (no tool call)")
             for c in turn["calls"]:
                 status = "ERROR " + str(c["error"])[:60] if c["error"] else "ok"
-                if not c["executed"]:
+                if c.get("status") in UNEXECUTED:
+                    status = f"{c['status']} (waiting for or refused by the user)"
+                elif not c["executed"]:
                     status = "requested, never executed"
                 args = json.dumps(c["arguments"], ensure_ascii=False, default=str)
                 text = f"    step {c['step']}  {c['name']}({args})  id={c['call_id']}  {status}"

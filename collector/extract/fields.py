@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
 from collector.extract.conventions import Convention
 from collector.extract.events import event_arguments, event_call_id, event_result
 from collector.extract.otlp import SpanView
@@ -229,7 +230,13 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         call_id = call_id or clean_id(hint.get("id"))
         if not isinstance(arguments, dict) and isinstance(hint.get("args"), dict):
             arguments, arguments_raw = hint["args"], None
-    error = error_of(span, envelope_error)
+    approval = approval_status(result)
+    error = None if approval == PENDING else error_of(span, envelope_error)
+    failed = error is not None
+    if approval is None and waiting_span(convention.name, span.scope, span.attributes, failed):
+        approval = PENDING
+    if approval == REJECTED:
+        error = f"rejected: {error}" if error else "rejected"
     return ToolCall(
         trace_id=span.trace_id,
         span_id=span.span_id,
@@ -240,7 +247,7 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         arguments_raw=arguments_raw,
         result=result,
         error=error,
-        status="error" if error is not None else "ok",
+        status=approval or ("error" if error is not None else "ok"),
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         convention=convention.name,

@@ -9,13 +9,19 @@ in different OTLP requests, so they are paired here, at read time, by the worker
    instrumentations of one call);
 2. requests are deduplicated (same call id; an LLM span nested in another repeating its calls);
 3. each execution is paired with a request by call id, else by name + canonical arguments +
-   order, else by name when either side's arguments tell nothing (content capture off, keys
+   order — also when both carry ids that pair with nothing on the other side, as when the
+   model's ids and the executions' come from different id spaces (Google ADK 2.x default
+   schema: `get_weather_0` on the LLM span, `adk-<uuid>` on the tool span) —, else by name
+   when either side's arguments tell nothing (content capture off, keys
    dropped by an attribute limit) or the execution's were collapsed (OpenInference-LangChain's
    `"Paris"` for `{"city": "Paris"}`). The execution wins for result,
    error and timing; the request supplies a missing call id and uncaptured arguments;
 4. steps: the requests of one LLM span are one step; an unpaired execution joins an overlapping
    sibling's step, or overlapping unpaired siblings form one; steps are numbered in time order;
-5. a request never executed stays, `executed=False`.
+5. a request never executed stays, `executed=False`, only when no execution can be its;
+6. a call waiting for the user's approval (`pending`) or refused (`rejected`) answers its
+   request but was not executed (`approvals`); across the turns of a conversation, `settle`
+   marks pending a call that a later turn executes under the same call id.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from collector.extract.approvals import PENDING, unexecuted
 from collector.extract.dedup import Collapsed, collapse, overlaps
 from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
@@ -88,18 +95,28 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
         by_name.setdefault(r.name, []).append(r)
     paired: dict[str, ToolCall] = {}
     taken: set[str] = set()
+    executed_ids = {e.call_id for e in executions if e.call_id}
+
+    def unbound(e: ToolCall, r: ToolCall) -> bool:
+        """The two ids cannot veto a pairing: one is missing, or they come from different id
+        spaces (ADK 2.x: the model span says `get_order_0`, the tool span `adk-<uuid>`) — the
+        execution's id names no request of the turn and the request's no execution."""
+        return (
+            e.call_id is None or r.call_id is None
+            or (e.call_id not in by_id and r.call_id not in executed_ids)
+        )
 
     def take(e: ToolCall, candidates: list[ToolCall], loose: bool) -> None:
         for r in candidates:
             if r.span_id in taken or r.name != e.name or r.start_ns > e.end_ns:
                 continue
             if loose and not (
-                (e.call_id is None or r.call_id is None)
+                unbound(e, r)
                 and (unknown_arguments(e.arguments) or unknown_arguments(r.arguments)
                      or _collapsed_value(e.arguments, r.arguments))
             ):
                 continue
-            if not loose and e.call_id and r.call_id and e.call_id != r.call_id:
+            if not loose and e.call_id != r.call_id and not unbound(e, r):
                 continue
             paired[e.span_id] = r
             taken.add(r.span_id)
@@ -177,7 +194,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
         step = assigned[e.span_id].step
         request = paired.get(e.span_id)
         order = LAST if request is None else request_index(request)[1]
-        out.append(((step, order, e.start_ns, e.span_id), Placed(e, step, request)))
+        call = e.evolve(executed=False) if unexecuted(e) else e
+        out.append(((step, order, e.start_ns, e.span_id), Placed(call, step, request)))
     for r in unanswered:
         step = group_of[r.span_id].step
         key = (step, request_index(r)[1], r.start_ns, r.span_id)
@@ -185,6 +203,27 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
     if notes is not None:
         _explain(notes, calls, folded, paired, assigned, unanswered, group_of)
     return [placed for _, placed in sorted(out, key=lambda item: item[0])]
+
+
+def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
+    """A conversation's placed turns, in turn order, with each execution that a later turn
+    executes again under the same name and call id, and that has neither result nor error
+    itself, marked pending (not executed): it was the call waiting for the user's approval
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation)."""
+    later: set[tuple[str, str]] = set()
+    out: list[list[Placed]] = []
+    for placed in reversed(turns):
+        kept = []
+        for p in placed:
+            c, call_id = p.call, p.merged()[0]
+            if (c.executed and call_id and (c.name, call_id) in later
+                    and c.result is None and c.error is None):
+                p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
+            kept.append(p)
+        later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
+                     if (p.call.executed or unexecuted(p.call)) and (cid := p.merged()[0]))
+        out.append(kept)
+    return out[::-1]
 
 
 def _explain(
@@ -205,6 +244,9 @@ def _explain(
             notes[request.span_id] = f"answered by span {span}"
     for r in unanswered:
         notes[r.span_id] = f"step {group_of[r.span_id].step}: requested, never executed"
+    for call in folded.calls:
+        if unexecuted(call):
+            notes[call.span_id] += f" ({call.status}: waiting for or refused by the user)"
 
 
 def _infer_groups(executions: list[ToolCall], assigned: dict[str, _Group]) -> None:
@@ -235,12 +277,13 @@ def reconcile_rows(rows: Iterable[Mapping[Any, Any]]) -> dict[Any, list[dict[str
         call = call_from_row(row)
         stored[(call.trace_id, call.span_id)] = row
         by_turn.setdefault(row["turn_id"], []).append(call)
-    out: dict[Any, list[dict[str, Any]]] = {}
-    for turn, calls in by_turn.items():
-        out[turn] = [
-            {**stored[(c.trace_id, c.span_id)], **overlay(c)} for c in reconcile(calls)
-        ]
-    return out
+    # turns in time order (of their first call), for `settle` across turns
+    order = sorted(by_turn, key=lambda t: min(c.start_ns for c in by_turn[t]))
+    placed = settle([place(by_turn[turn]) for turn in order])
+    return {
+        turn: [{**stored[(p.call.trace_id, p.call.span_id)], **overlay(p.resolved())} for p in ps]
+        for turn, ps in zip(order, placed, strict=True)
+    }
 
 
 def call_from_row(row: Mapping[Any, Any]) -> ToolCall:

@@ -16,6 +16,10 @@ CONVERSATION_KEYS = (
     "gcp.vertex.agent.session_id",
     "langfuse.session.id",
 )
+# Never a conversation key, even when configured: `mcp.session.id` names the MCP transport
+# session between one client and one server, which outlives or cuts across user conversations
+# (semantic-conventions-genai, docs/gen-ai/mcp.md and docs/registry/attributes/mcp.md).
+NOT_CONVERSATION_KEYS = frozenset({"mcp.session.id"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
 AGENT_ROOT_NAMES = frozenset(
     {"Agent workflow", "Agent Workflow", "ai.generateText", "ai.streamText"}
@@ -34,6 +38,8 @@ def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str,
     is the value as sent (a number as its decimal text); only blank values count as absent."""
     for where, source in (("", span.attributes), ("resource ", span.resource)):
         for key in (*CONVERSATION_KEYS, *extra_keys):
+            if key in NOT_CONVERSATION_KEYS:
+                continue
             value = source.get(key)
             if value is not None and str(value).strip():
                 return str(value), where + key

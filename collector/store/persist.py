@@ -190,7 +190,11 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         for row in lookup(conn, "turns", "turn_key", "id, turn_key, conversation_id, key_rank, "
                           "start_ns, end_ns, agents, has_agent_root, root_span_id", keys)
     }
-    conv_ids = ensure_conversations(conn, list(infos.values()), now)
+    # a trace already stored under a key at least as sure keeps it: a later request that
+    # knows less (no key: the trace id) must not create a conversation of its own
+    conv_ids = ensure_conversations(conn, [
+        i for k, i in infos.items() if k not in existing or i.key_rank > existing[k].key_rank
+    ], now)
     touched: set[int] = set(conv_ids.values())
     orphans: set[int] = set()
 

@@ -23,7 +23,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
-from collector.extract.reconcile import Placed, place
+from collector.extract.reconcile import Placed, place, settle
 from collector.model import ToolCall
 from collector.store.bulk import insert_rows
 from collector.store.tables import (
@@ -308,7 +308,11 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
             per_turn[turn_id] = [call]
         else:
             calls.append(call)
-    by_turn = {turn: [_scored_call(p) for p in place(calls)] for turn, calls in per_turn.items()}
+    placed = {turn: place(calls) for turn, calls in per_turn.items()}
+    for tids in turn_order.values():  # a call executed in a later turn waited in an earlier one
+        order = [tid for tid, _ in tids if tid in placed]
+        placed.update(zip(order, settle([placed[tid] for tid in order]), strict=True))
+    by_turn = {turn: [_scored_call(p) for p in ps] for turn, ps in placed.items()}
     return {  # explicit calls join the turn at their position (collector.capture.merge)
         cid: Trajectory(turns=[
             merge_calls(by_turn.get(stored, []) if stored is not None else [],

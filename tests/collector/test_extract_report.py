@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from collector.extract import extract
-from collector.extract_report import main
+from collector.extract import ExtractOptions, extract
+from collector.extract_report import file_report, main
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from tests.collector.test_extract_fixtures import CAPTURES, expected_turns, load
@@ -29,7 +29,8 @@ def trajectory(report: dict[str, Any]) -> list[list[dict[str, Any]]]:
     (conversation,) = report["conversations"]
     return [
         [{"name": c["name"], "arguments": c["arguments"], "error": c["error"] is not None,
-          "step": c["step"], "call_id": c["call_id"]} for c in turn["calls"]]
+          "step": c["step"], "call_id": c["call_id"], "status": c["status"]}
+         for c in turn["calls"]]
         for turn in conversation["turns"]
     ]
 
@@ -106,3 +107,53 @@ def test_runs_as_a_command() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "conversation 'conv-vercel-ai-0001': 3 turn(s)" in done.stdout
+
+
+def test_unknown_conversation_key_is_named_not_silently_split() -> None:
+    """Vercel AI's session id is user-chosen metadata (`ai.telemetry.metadata.sessionId`):
+    without it configured, each turn becomes a conversation of its own, and the report says
+    so and names the attribute to configure."""
+    path = CAPTURES / "vercel_ai" / "spans.otlp.pb"
+    keys = file_report(path, ExtractOptions(conversation_keys=()))["conversation_keys"]
+    assert keys["used"] == {} and keys["unkeyed"] == 3
+    assert keys["candidates"] == {"ai.telemetry.metadata.sessionId": 1}
+    assert "ai.telemetry.metadata.sessionId" in keys["warning"]
+    configured = file_report(path, ExtractOptions())["conversation_keys"]
+    assert configured == {"used": {"ai.telemetry.metadata.sessionId": 3}, "unkeyed": 0,
+                          "candidates": {}, "warning": None}
+
+
+def test_summary_names_the_key_used_and_never_mcp_session_id(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The MCP capture's server spans carry `mcp.session.id`: a transport session, never a
+    conversation key nor a candidate for one."""
+    assert main([str(CAPTURES / "pydantic_ai_mcp" / "spans.otlp.pb"), "--summary"]) == 0
+    out = capsys.readouterr().out
+    assert "conversation key: gen_ai.conversation.id (3 trace(s))" in out
+    assert "key-like attributes" not in out and "WARNING" not in out
+    request, _ = load("pydantic_ai_mcp")
+    assert any(a.key == "mcp.session.id" for rs in request.resource_spans
+               for ss in rs.scope_spans for s in ss.spans for a in s.attributes)
+
+
+def test_mcp_session_id_is_never_a_conversation_key_even_configured() -> None:
+    """The MCP server's spans, exported alone (a server in its own process sends its own
+    requests), carry `mcp.session.id` and no conversation key: each stays keyed by its trace."""
+    request, _ = load("pydantic_ai_mcp")
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            kept = [s for s in ss.spans if any(a.key == "mcp.session.id" for a in s.attributes)]
+            del ss.spans[:]
+            ss.spans.extend(kept)
+    batch = extract(request, ExtractOptions(conversation_keys=("mcp.session.id",)))
+    assert batch.traces
+    assert all(t.conversation_key == t.trace_id for t in batch.traces)
+
+
+def test_text_names_pending_and_rejected_calls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(CAPTURES / "adk_approval" / "spans.otlp.pb")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("pending (waiting for or refused by the user)") == 3
+    assert out.count("rejected (waiting for or refused by the user)") == 1
+    assert "requested, never executed" not in out

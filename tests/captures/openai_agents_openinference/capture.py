@@ -77,7 +77,10 @@ else:
 
 from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
 
-CONV_ID = "conv-openai-agents-0001"
+# CAPTURE_APPROVAL=1 (../openai_agents_approval): a `needs_approval=True` tool and the SDK's
+# documented human-in-the-loop loop (result.interruptions -> state.approve/reject -> run(state)).
+APPROVAL = os.environ.get("CAPTURE_APPROVAL") == "1"
+CONV_ID = "conv-openai-agents-approval-0001" if APPROVAL else "conv-openai-agents-0001"
 
 
 @function_tool
@@ -96,6 +99,12 @@ def get_time(city: str) -> str:
 def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
     """Convert money between currencies."""
     raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
+
+
+@function_tool(needs_approval=True)
+def delete_account(login: str) -> str:
+    """Delete a user's account (needs the user's approval)."""
+    return json.dumps({"deleted": login})
 
 
 # ---- the scripted model -------------------------------------------------------------
@@ -136,6 +145,15 @@ TURNS = [
     ),
     ("Thanks, that's all!", [[_text("You're welcome!")]]),
 ]
+if APPROVAL:  # (user input, approve?, [model responses]): None = the approval never comes
+    APPROVAL_TURNS = [
+        ("Delete alice's account.", True, [[_call("delete_account", {"login": "alice"}, "call_del_alice")],
+                                           [_text("alice's account is deleted.")]]),
+        ("Delete bob's account.", False, [[_call("delete_account", {"login": "bob"}, "call_del_bob")],
+                                          [_text("I did not delete bob's account.")]]),
+        ("Delete carol's account.", None, [[_call("delete_account", {"login": "carol"}, "call_del_carol")]]),
+    ]
+    TURNS = [(u, rs) for u, _, rs in APPROVAL_TURNS]
 SCRIPT = [resp for _, resps in TURNS for resp in resps]
 
 
@@ -166,6 +184,23 @@ async def main():
         tools=[get_weather, get_time, convert_currency],
     )
     session = SQLiteSession(CONV_ID)
+    run_config = RunConfig(group_id=CONV_ID, workflow_name="travel_assistant_chat")
+    if APPROVAL:
+        agent = agent.clone(tools=[delete_account])
+        for user_input, approve, _ in APPROVAL_TURNS:
+            with using_session(CONV_ID):
+                result = await Runner.run(agent, user_input, session=session, run_config=run_config)
+            assert result.interruptions, "no approval asked"
+            if approve is None:
+                continue
+            state = result.to_state()
+            for item in result.interruptions:
+                (state.approve if approve else state.reject)(item)
+            with using_session(CONV_ID):
+                result = await Runner.run(agent, state, session=session, run_config=run_config)
+            print("turn output:", result.final_output)
+        assert _n == len(SCRIPT), (_n, len(SCRIPT))
+        return
     for user_input, _ in TURNS:
         with using_session(CONV_ID):
             result = await Runner.run(
@@ -196,6 +231,44 @@ expected = {
         "instrumented by OpenInference)."
     ),
 }
+if APPROVAL and INSTR == "otel":
+    # The resumed runs are traces of their own, rooted at invoke_agent, with no conversation id
+    # (conversation = that trace); the approved execution has its result but no call id; the
+    # rejection leaves no tool span. The asking runs' tool spans: arguments, no result.
+    pending = lambda login: {"name": "delete_account", "arguments": {"login": login}, "error": False,  # noqa: E731
+                             "step": 0, "call_id": f"call_del_{login}", "status": "pending"}
+    expected["turns"] = [
+        {"calls": [pending("alice")]},
+        {"conversation_id": None, "calls": [{
+            "name": "delete_account", "arguments": {"login": "alice"}, "error": False, "step": 0,
+            "call_id": None, "status": "ok", "requested_in_turn": False}]},
+        {"calls": [pending("bob")]},
+        {"conversation_id": None, "calls": []},
+        {"calls": [pending("carol")]},
+    ]
+    expected["notes"] = (
+        "function_tool(needs_approval=True); the SDK's documented loop. Asking run: invoke_workflow "
+        "(gen_ai.conversation.id) > execute_tool with arguments, no result. Resumed run: a new trace "
+        "rooted at invoke_agent with NO conversation id (turn conversation_id null = keyed by its "
+        "trace); the approved execution has its result and no call id; a rejection emits no tool span."
+    )
+elif APPROVAL:
+    # What the trace can show: each approval's tool span (arguments, no output) in the run that
+    # asked; the resumed runs' spans (the approved execution, the rejection) never reach the
+    # exporter, so every call stays pending in the trace, whatever the user answered.
+    expected["turns"] = [{"calls": [{
+        "name": "delete_account", "arguments": {"login": login}, "error": False, "step": 0,
+        "call_id": f"call_del_{login}", "status": "pending"}]} for login in ("alice", "bob", "carol")]
+    expected["notes"] = (
+        "function_tool(needs_approval=True); the SDK's documented loop: Runner.run -> "
+        "result.interruptions -> state.approve/reject -> Runner.run(agent, state). Each asking run "
+        "has its tool span with input.value and no output.value (status OK). The resumed runs "
+        "(approved execution, rejection, the model's answer) produce no exported span under "
+        "openinference-instrumentation-openai-agents: the outcome is not in the trace."
+    )
+if APPROVAL:  # what the script answered (the trace may not show it)
+    expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected",
+                                "call_del_carol": "never answered"}
 _common.write_otlp(OUT, exporter.get_finished_spans())
 _common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()))
