@@ -9,9 +9,10 @@ second tool span with the same call id in a later turn. Two ways to tell:
   call with `{"error": "This tool call requires confirmation, please approve or reject."}`
   until the user confirms, and with `{"error": "This tool call is rejected."}` when the user
   refuses (google-adk 2.13 `tools/_confirmation_utils.py`; capture `tests/captures/adk_approval`);
-- OpenInference: a TOOL span that ended OK with no `output.value` never ran to completion (the
-  instrumentation writes the output of every finished call, an error's too); the OpenAI Agents
-  SDK ends the function span of a `needs_approval` call so at the interruption, and the resumed
+- OpenInference's OpenAI Agents instrumentation: a TOOL span that ended OK with no
+  `output.value` never ran to completion (it writes the output of every finished call, an
+  error's too); the OpenAI Agents SDK ends the function span of a `needs_approval` call so at
+  the interruption, and the resumed
   run's spans never reach the exporter under openinference-instrumentation-openai-agents 2.6.0
   (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace. Under
   the OTel GenAI instrumentation the asking run's `execute_tool` span has arguments and no
@@ -56,18 +57,23 @@ def approval_status(result: Any) -> str | None:
 
 
 OPENAI_AGENTS_GENAI_SCOPE = "opentelemetry.instrumentation.genai.openai_agents"
+# Only this OpenInference instrumentation is known to write every finished call's output:
+# others (CrewAI's event-listener mode, a tool returning nothing) end TOOL spans of executed
+# calls without `output.value`, which must stay executed.
+OPENAI_AGENTS_OPENINFERENCE_SCOPE = "openinference.instrumentation.openai_agents"
 
 
 def waiting_span(convention: str, scope: str, attributes: dict[str, Any], failed: bool) -> bool:
     """A tool span that ended without result and without error where the instrumentation
-    writes the result of every finished call: OpenInference (`output.value`), and the OTel
-    GenAI OpenAI Agents instrumentation with content capture on (arguments but no
+    writes the result of every finished call: OpenInference's OpenAI Agents instrumentation
+    (`output.value`), and the OTel GenAI OpenAI Agents instrumentation with content capture
+    on (arguments but no
     `gen_ai.tool.call.result`: it copies the SDK's function-span output, the SDK's text of
     whatever the tool returned)."""
     if failed:
         return False
     if convention == "openinference":
-        return "output.value" not in attributes
+        return scope == OPENAI_AGENTS_OPENINFERENCE_SCOPE and "output.value" not in attributes
     return (scope == OPENAI_AGENTS_GENAI_SCOPE and "gen_ai.tool.call.arguments" in attributes
             and "gen_ai.tool.call.result" not in attributes)
 
