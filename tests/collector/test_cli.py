@@ -146,22 +146,24 @@ def main(argv: list[str]) -> int:
 def test_bench_says_which_extra_provides_a_missing_module(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A bench target needing the `sdk` extra, where the SDK is not importable."""
+    """A bench target needing the `sdk` extra (the OTLP/gRPC exporter), where it is not
+    importable."""
     def needs_sdk(argv: list[str]) -> int:
-        import opentelemetry.sdk.trace  # noqa: F401
+        import opentelemetry.exporter.otlp.proto.grpc.trace_exporter  # noqa: F401
 
         return 0
 
     module = ModuleType("tooltrail_test_sdk_bench")
     module.main = needs_sdk  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, module.__name__, module)
-    monkeypatch.setitem(sys.modules, "opentelemetry.sdk.trace", None)
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+                        None)
     monkeypatch.setattr(cli, "REGISTRY", copy.deepcopy(cli.REGISTRY))
     cli.REGISTRY.add_bench("sdk", module.__name__)
     assert cli.main(["bench", "sdk"]) == 2
     err = capsys.readouterr().err
-    assert err == ("tooltrail bench sdk: needs opentelemetry.sdk.trace, from the `sdk` extra: "
-                   "pip install 'tooltrail[sdk]'\n")
+    assert err == ("tooltrail bench sdk: needs opentelemetry.exporter.otlp.proto.grpc"
+                   ".trace_exporter, from the `sdk` extra: pip install 'tooltrail[sdk]'\n")
 
 
 @pytest.mark.parametrize(("command", "shown"), [

@@ -77,7 +77,7 @@ def test_groups_that_both_add_turns_before_recounting_do_not_deadlock(pg_url: st
         cid = conn.execute(select(conversations.c.id)).scalar_one()
     other = engine.connect()
     tx = other.begin()  # another group: its turn is inserted, its recount not yet run
-    insert_turns(other, [(cid, "turn-of-the-other-group", "t" * 32, 1, 2, 3, True, "[]")])
+    insert_turns(other, [(cid, "turn-of-the-other-group", "t" * 32, 1, 2, 3, True, "[]", None)])
     errors: list[BaseException] = []
 
     def group() -> None:
