@@ -10,7 +10,10 @@ changes a digest; regenerate the file only for an intended change of behaviour, 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+import pytest
 
 from tests.matcher import corpus
 
@@ -18,6 +21,12 @@ DIGESTS = Path(__file__).with_name("corpus_digests.txt")
 SEED, CHUNK = 12, 100
 
 
+# The digests are CPython 3.11's. Since 3.12 the built-in sum() of floats is compensated
+# (Neumaier), which moves the last bits of some scores: the old implementation's own results
+# differ between 3.11 and 3.13, and the new one's differ from them there too (docs: README,
+# "Measured"). On other versions the comparison would test the interpreter, not the change.
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
+                    reason="digests recorded on CPython 3.11 (float sum() changed in 3.12)")
 def test_results_equal_the_recorded_digests() -> None:
     want = DIGESTS.read_text().split()
     got = list(corpus.digests(SEED, len(want) * CHUNK, CHUNK))
