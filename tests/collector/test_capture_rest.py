@@ -182,19 +182,22 @@ def test_capture_backpressure_refuses_retryably_and_loses_no_acknowledged_call(
     assert count(database_url) == 300 * codes.count(200)
 
 
+def routes_keyed_by(key: str) -> list[tuple[str, str, bytes]]:
+    """(path, media type, body) of each capture route, all naming conversation `key`."""
+    return [
+        (f"/api/v1/conversations/{key}/turns/0/calls", "application/json", ROUTES[0][2]),
+        (f"/api/v1/conversations/{key}/adk-events", "application/x-ndjson", ROUTES[1][2]),
+        (f"/api/v1/a2a/tasks?conversation={key}", "application/json", ROUTES[2][2]),
+    ]
+
+
 def test_long_conversation_keys_are_stored_on_every_route(server: Server) -> None:
     """A long conversation key is stored as sent; the turn keys made from it are shortened to
     what an index holds, so the route never fails (a retryable 503 for a request that can
     never succeed)."""
     key = "long-" + "k" * 600
-    a2a_task = json.loads(ROUTES[2][2])
     with server.client() as client:
-        for path, media, body in (
-            (f"/api/v1/conversations/{key}/turns/0/calls", "application/json", ROUTES[0][2]),
-            (f"/api/v1/conversations/{key}/adk-events", "application/x-ndjson", ROUTES[1][2]),
-            (f"/api/v1/a2a/tasks?conversation={key}", "application/json",
-             json.dumps(a2a_task).encode()),
-        ):
+        for path, media, body in routes_keyed_by(key):
             answer = client.post(path, content=body, headers={"content-type": media})
             assert answer.status_code == 200, (path[:40], answer.text)
         listed = client.get("/api/v1/conversations", params={"limit": 1000}).json()["data"]
@@ -210,14 +213,8 @@ def test_keys_past_what_an_index_holds_are_refused_on_every_route(server: Server
     """The rule of OTLP keys (docs/values.md): a key over 1,024 bytes is refused with a
     permanent 400 naming its size, and nothing of the request is stored."""
     key = "huge-" + "é" * 600  # 1,205 bytes of UTF-8
-    a2a_task = json.loads(ROUTES[2][2])
     with server.client() as client:
-        for path, media, body in (
-            (f"/api/v1/conversations/{key}/turns/0/calls", "application/json", ROUTES[0][2]),
-            (f"/api/v1/conversations/{key}/adk-events", "application/x-ndjson", ROUTES[1][2]),
-            (f"/api/v1/a2a/tasks?conversation={key}", "application/json",
-             json.dumps(a2a_task).encode()),
-        ):
+        for path, media, body in routes_keyed_by(key):
             answer = client.post(path, content=body, headers={"content-type": media})
             assert answer.status_code == 400, (path[:40], answer.text)
             assert "1205 bytes" in answer.json()["error"]["message"]
