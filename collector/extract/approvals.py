@@ -19,7 +19,15 @@ second tool span with the same call id in a later turn. Two ways to tell:
   result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
   `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
-  neither a result nor an error was the call waiting, not an execution.
+  neither a result nor an error was the call waiting, not an execution;
+- LangChain 1.x `HumanInTheLoopMiddleware` (LangGraph interrupts) runs no tool span while it
+  waits: its `HumanInTheLoopMiddleware.after_model` node span (OpenInference CHAIN) records
+  the interrupt as an `exception` event `langgraph.errors.GraphInterrupt`, and its
+  `input.value` state ends with the model's message whose `tool_calls` wait (all of them: no
+  tool runs before the user's decisions). On a rejection, the resumed run's span of that node
+  outputs a ToolMessage `status="error"` for the refused call, and no tool span follows
+  (langchain 1.5 `agents/middleware/human_in_the_loop.py`; capture
+  `tests/captures/langchain_agent_approval`). `interrupt_calls` reads both.
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -29,6 +37,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from collector.extract.otlp import SpanView
+from collector.extract.values import decode
 from collector.model import ToolCall
 
 PENDING = "pending"
@@ -81,3 +91,53 @@ def waiting_span(convention: str, scope: str, attributes: dict[str, Any], failed
 def unexecuted(call: ToolCall) -> bool:
     """True for a pending or rejected call: the tool did not run."""
     return call.status in UNEXECUTED
+
+
+LANGCHAIN_HITL_NODE = "HumanInTheLoopMiddleware.after_model"
+GRAPH_INTERRUPT = "langgraph.errors.GraphInterrupt"
+
+
+def _messages(span: SpanView, key: str) -> list[dict[str, Any]]:
+    value, _ = decode(span.attributes.get(key))
+    messages = value.get("messages") if isinstance(value, dict) else None
+    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("data"), dict)] \
+        if isinstance(messages, list) else []
+
+
+def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message["data"].get("tool_calls") if message.get("type") == "ai" else None
+    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)] \
+        if isinstance(calls, list) else []
+
+
+def interrupt_calls(span: SpanView) -> list[ToolCall]:
+    """The calls a LangChain `HumanInTheLoopMiddleware` node span shows waiting (`pending`: the
+    run stopped at the interrupt) or refused (`rejected`: the resumed run answered them with an
+    error ToolMessage); [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    if span.name != LANGCHAIN_HITL_NODE:
+        return []
+    found: list[tuple[dict[str, Any], str, str | None]] = []
+    if any(e.name == "exception" and e.attributes.get("exception.type") == GRAPH_INTERRUPT
+           for e in span.events):
+        messages = _messages(span, "input.value")
+        found = [(c, PENDING, None) for c in (_tool_calls(messages[-1]) if messages else [])]
+    else:
+        messages = _messages(span, "output.value")
+        asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
+        for m in messages:
+            data = m["data"]
+            if m.get("type") == "tool" and data.get("status") == "error" \
+                    and data.get("tool_call_id") in asked:
+                content = data.get("content")
+                found.append((asked[data["tool_call_id"]], REJECTED,
+                              f"rejected: {content}" if isinstance(content, str) else "rejected"))
+    return [
+        ToolCall(
+            trace_id=span.trace_id, span_id=f"{span.span_id}#{j}", parent_span_id=span.span_id,
+            name=c["name"], call_id=c.get("id") if isinstance(c.get("id"), str) else None,
+            arguments=c.get("args"), arguments_raw=None, result=None, error=error,
+            status=status, start_ns=span.start_ns, end_ns=span.end_ns,
+            convention="openinference", attributes=span.attributes,
+        )
+        for j, (c, status, error) in enumerate(found)
+    ]
