@@ -209,10 +209,26 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     """A conversation's placed turns, in turn order, with each execution that a later turn
     executes again under the same name and call id, and that has neither result nor error
     itself, marked pending (not executed): it was the call waiting for the user's approval
-    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation)."""
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation). An
+    execution no request of its own turn announced takes the arguments its call id had in an
+    earlier turn when its own are missing or collapsed (LangChain's approved call runs in the
+    resumed run, its `"alice"` for the model's `{"login": "alice"}`)."""
+    asked: dict[tuple[str, str], ToolCall] = {}
+    informed: list[list[Placed]] = []
+    for placed in turns:
+        mine = []
+        for p in placed:
+            call_id = p.merged()[0]
+            earlier = asked.get((p.call.name, call_id)) if call_id else None
+            mine.append(Placed(p.call, p.step, earlier)
+                        if p.request is None and earlier is not None else p)
+        for p in mine:
+            if call_id := p.merged()[0]:
+                asked.setdefault((p.call.name, call_id), p.request or p.call)
+        informed.append(mine)
     later: set[tuple[str, str]] = set()
     out: list[list[Placed]] = []
-    for placed in reversed(turns):
+    for placed in reversed(informed):
         kept = []
         for p in placed:
             c, call_id = p.call, p.merged()[0]
