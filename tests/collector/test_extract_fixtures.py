@@ -33,6 +33,8 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
 STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
+# LangChain 1.x `create_agent` sends each call to its own `tools` node span too.
+STEPS_NEED_REQUESTS |= {"langchain_agent_openinference"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
