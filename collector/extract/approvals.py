@@ -27,7 +27,13 @@ second tool span with the same call id in a later turn. Two ways to tell:
   tool runs before the user's decisions). On a rejection, the resumed run's span of that node
   outputs a ToolMessage `status="error"` for the refused call, and no tool span follows
   (langchain 1.5 `agents/middleware/human_in_the_loop.py`; capture
-  `tests/captures/langchain_agent_approval`). `interrupt_calls` reads both.
+  `tests/captures/langchain_agent_approval`). `interrupt_calls` reads both;
+- Pydantic AI deferred tools (`requires_approval=True`): the asking run runs no tool span and
+  ends with a `DeferredToolRequests` output, which its `invoke_agent` span writes as
+  `final_result` (`{"calls": [...], "approvals": [{"tool_name", "args", "tool_call_id"}]}`,
+  pydantic-ai 2.68; capture `tests/captures/pydantic_ai_approval`). A `ToolDenied` answer is
+  only a `tool_call_response` in the resumed run's messages with no tool span, which looks
+  like any tool return: not read (the call stays pending).
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -38,7 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 from collector.extract.otlp import SpanView
-from collector.extract.values import decode
+from collector.extract.values import as_arguments, decode
 from collector.model import ToolCall
 
 PENDING = "pending"
@@ -110,34 +116,63 @@ def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(calls, list) else []
 
 
-def interrupt_calls(span: SpanView) -> list[ToolCall]:
-    """The calls a LangChain `HumanInTheLoopMiddleware` node span shows waiting (`pending`: the
-    run stopped at the interrupt) or refused (`rejected`: the resumed run answered them with an
-    error ToolMessage); [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
-    if span.name != LANGCHAIN_HITL_NODE:
-        return []
-    found: list[tuple[dict[str, Any], str, str | None]] = []
+# (name, call id, arguments, status, error) of one waiting or refused call
+_Found = tuple[str, Any, Any, str, "str | None"]
+
+
+def _langchain_hitl(span: SpanView) -> list[_Found]:
     if any(e.name == "exception" and e.attributes.get("exception.type") == GRAPH_INTERRUPT
            for e in span.events):
         messages = _messages(span, "input.value")
-        found = [(c, PENDING, None) for c in (_tool_calls(messages[-1]) if messages else [])]
+        return [(c["name"], c.get("id"), c.get("args"), PENDING, None)
+                for c in (_tool_calls(messages[-1]) if messages else [])]
+    messages = _messages(span, "output.value")
+    asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
+    found: list[_Found] = []
+    for m in messages:
+        data = m["data"]
+        if m.get("type") == "tool" and data.get("status") == "error" \
+                and data.get("tool_call_id") in asked:
+            c, content = asked[data["tool_call_id"]], data.get("content")
+            found.append((c["name"], c.get("id"), c.get("args"), REJECTED,
+                          f"rejected: {content}" if isinstance(content, str) else "rejected"))
+    return found
+
+
+PYDANTIC_AI_SCOPE = "pydantic-ai"
+
+
+def _pydantic_ai_deferred(span: SpanView) -> list[_Found]:
+    text = span.attributes.get("final_result")
+    if not isinstance(text, str) or not text.startswith('{"calls":'):
+        return []
+    value, _ = decode(text)
+    approvals = value.get("approvals") if isinstance(value, dict) else None
+    return [(a["tool_name"], a.get("tool_call_id"), as_arguments(a.get("args"))[0], PENDING, None)
+            for a in approvals if isinstance(a, dict) and isinstance(a.get("tool_name"), str)] \
+        if isinstance(approvals, list) else []
+
+
+def interrupt_calls(span: SpanView) -> list[ToolCall]:
+    """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
+    no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
+    stopped at its interrupt, or the resumed run answered a call with an error ToolMessage),
+    or Pydantic AI's `invoke_agent` span whose `final_result` is the `DeferredToolRequests`
+    the run ended with (its `approvals`; the `calls` to execute externally are not approvals).
+    [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    if span.name == LANGCHAIN_HITL_NODE:
+        found, convention = _langchain_hitl(span), "openinference"
+    elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
+        found, convention = _pydantic_ai_deferred(span), "genai"
     else:
-        messages = _messages(span, "output.value")
-        asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
-        for m in messages:
-            data = m["data"]
-            if m.get("type") == "tool" and data.get("status") == "error" \
-                    and data.get("tool_call_id") in asked:
-                content = data.get("content")
-                found.append((asked[data["tool_call_id"]], REJECTED,
-                              f"rejected: {content}" if isinstance(content, str) else "rejected"))
+        return []
     return [
         ToolCall(
             trace_id=span.trace_id, span_id=f"{span.span_id}#{j}", parent_span_id=span.span_id,
-            name=c["name"], call_id=c.get("id") if isinstance(c.get("id"), str) else None,
-            arguments=c.get("args"), arguments_raw=None, result=None, error=error,
+            name=name, call_id=call_id if isinstance(call_id, str) else None,
+            arguments=arguments, arguments_raw=None, result=None, error=error,
             status=status, start_ns=span.start_ns, end_ns=span.end_ns,
-            convention="openinference", attributes=span.attributes,
+            convention=convention, attributes=span.attributes,
         )
-        for j, (c, status, error) in enumerate(found)
+        for j, (name, call_id, arguments, status, error) in enumerate(found)
     ]
