@@ -35,6 +35,7 @@ from collector.extract.dedup import Collapsed, collapse, overlaps
 from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
 
+REQUESTED = "requested"  # status of a request row (`requests.request_rows`)
 LAST = 1 << 30  # order of an execution that no request announced, within its step
 
 
@@ -208,7 +209,9 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
 def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     """A conversation's placed turns, in turn order, with each execution that a later turn
     executes again under the same name and call id, and that has neither result nor error
-    itself, marked pending (not executed): it was the call waiting for the user's approval
+    itself, marked pending (not executed), and so each request that no execution of its turn
+    answered and a later turn executes (a run stopped before the tool, showing no tool span):
+    it was the call waiting for the user's approval
     (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation). An
     execution no request of its own turn announced takes the arguments its call id had in an
     earlier turn when its own are missing or collapsed (LangChain's approved call runs in the
@@ -232,8 +235,9 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
         kept = []
         for p in placed:
             c, call_id = p.call, p.merged()[0]
-            if (c.executed and call_id and (c.name, call_id) in later
-                    and c.result is None and c.error is None):
+            waited = c.result is None and c.error is None and (
+                c.executed or c.status == REQUESTED)  # or a request no execution answered
+            if waited and call_id and (c.name, call_id) in later:
                 p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
             kept.append(p)
         later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
