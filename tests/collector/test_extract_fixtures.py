@@ -171,3 +171,22 @@ def test_call_executed_in_a_later_turn_was_pending() -> None:
         [("call_del_bob", "pending", False)], [("call_del_bob", "rejected", False)],
         [("call_del_carol", "ok", True)],
     ]
+
+
+def test_request_executed_in_a_later_turn_was_pending() -> None:
+    """A run that stops before the tool shows only the model's request (LangChain's
+    `HumanInTheLoopMiddleware` interrupt, its node span hidden here): the request a later turn
+    executes under its call id was pending, and the execution takes its uncollapsed arguments."""
+    request, _ = load("langchain_agent_approval")
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if span.name == "HumanInTheLoopMiddleware.after_model":
+                    span.name = "after_model"
+    turns = turns_of(extract(request))
+    assert [[(c.call_id, c.status, c.executed, c.arguments) for c in t] for t in turns] == [
+        [("call_del_alice", "pending", False, {"login": "alice"})],
+        [("call_del_alice", "ok", True, {"login": "alice"})],
+        [("call_del_bob", "requested", False, {"login": "bob"})], [],
+        [("call_del_carol", "requested", False, {"login": "carol"})],
+    ]
