@@ -33,7 +33,13 @@ second tool span with the same call id in a later turn. Two ways to tell:
   `final_result` (`{"calls": [...], "approvals": [{"tool_name", "args", "tool_call_id"}]}`,
   pydantic-ai 2.68; capture `tests/captures/pydantic_ai_approval`). A `ToolDenied` answer is
   only a `tool_call_response` in the resumed run's messages with no tool span, which looks
-  like any tool return: not read (the call stays pending).
+  like any tool return: not read (the call stays pending);
+- Microsoft Agent Framework `@tool(approval_mode="always_require")`: the asking run runs no tool
+  span; its `invoke_agent` span's `gen_ai.output.messages` carries a `function_approval_request`
+  part (with the `function_call`: `call_id`, `name`, `arguments`), and the resumed run's
+  `invoke_agent` `gen_ai.input.messages` the user's `function_approval_response` (`approved`);
+  a refusal runs no tool span either (agent-framework-core 1.23; capture
+  `tests/captures/agent_framework_approval`).
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -153,17 +159,53 @@ def _pydantic_ai_deferred(span: SpanView) -> list[_Found]:
         if isinstance(approvals, list) else []
 
 
+AGENT_FRAMEWORK_SCOPE = "agent_framework"
+
+
+def _parts(span: SpanView, key: str, kind: str) -> list[dict[str, Any]]:
+    text = span.attributes.get(key)
+    if not isinstance(text, str) or kind not in text:
+        return []  # most spans: no need to decode their messages
+    messages, _ = decode(text)
+    parts: list[Any] = []
+    for m in messages if isinstance(messages, list) else []:
+        mine = m.get("parts") if isinstance(m, dict) else None
+        parts.extend(mine if isinstance(mine, list) else [])
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind
+            and isinstance(p.get("function_call"), dict)]
+
+
+def _agent_framework(span: SpanView) -> list[_Found]:
+    def found(part: dict[str, Any], status: str) -> _Found:
+        call = part["function_call"]
+        return (call.get("name"), call.get("call_id"), as_arguments(call.get("arguments"))[0],
+                status, "rejected" if status == REJECTED else None)
+
+    asked = [found(p, PENDING) for p in _parts(span, "gen_ai.output.messages",
+                                               "function_approval_request")]
+    refused = [found(p, REJECTED) for p in _parts(span, "gen_ai.input.messages",
+                                                  "function_approval_response")
+               if p.get("approved") is False]
+    return [f for f in (*asked, *refused) if isinstance(f[0], str)]
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
     stopped at its interrupt, or the resumed run answered a call with an error ToolMessage),
     or Pydantic AI's `invoke_agent` span whose `final_result` is the `DeferredToolRequests`
-    the run ended with (its `approvals`; the `calls` to execute externally are not approvals).
+    the run ended with (its `approvals`; the `calls` to execute externally are not approvals),
+    or Agent Framework's `invoke_agent` span (a `function_approval_request` part in its output
+    messages: pending; a `function_approval_response` with `approved: false` in its input
+    messages: rejected)
     [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
     if span.name == LANGCHAIN_HITL_NODE:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
         found, convention = _pydantic_ai_deferred(span), "genai"
+    elif span.scope == AGENT_FRAMEWORK_SCOPE and (
+            span.attributes.get("gen_ai.operation.name") == "invoke_agent"):
+        found, convention = _agent_framework(span), "genai"
     else:
         return []
     return [
