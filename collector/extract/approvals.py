@@ -79,6 +79,10 @@ def approval_status(result: Any) -> str | None:
 
 
 OPENAI_AGENTS_GENAI_SCOPE = "opentelemetry.instrumentation.genai.openai_agents"
+# Traceloop's (OpenLLMetry) OpenAI Agents instrumentation: its tool spans also follow the GenAI
+# convention and carry `gen_ai.tool.call.result` for every finished call, a failed one's too
+# (0.62.4; captures `tests/captures/openai_agents_traceloop`, `..._traceloop_approval`).
+OPENAI_AGENTS_TRACELOOP_SCOPE = "opentelemetry.instrumentation.openai_agents"
 # Only this OpenInference instrumentation is known to write every finished call's output:
 # others (CrewAI's event-listener mode, a tool returning nothing) end TOOL spans of executed
 # calls without `output.value`, which must stay executed.
@@ -88,15 +92,16 @@ OPENAI_AGENTS_OPENINFERENCE_SCOPE = "openinference.instrumentation.openai_agents
 def waiting_span(convention: str, scope: str, attributes: dict[str, Any], failed: bool) -> bool:
     """A tool span that ended without result and without error where the instrumentation
     writes the result of every finished call: OpenInference's OpenAI Agents instrumentation
-    (`output.value`), and the OTel GenAI OpenAI Agents instrumentation with content capture
-    on (arguments but no
-    `gen_ai.tool.call.result`: it copies the SDK's function-span output, the SDK's text of
-    whatever the tool returned)."""
+    (`output.value`), and the OTel GenAI and Traceloop OpenAI Agents instrumentations (with
+    content capture on: arguments but no
+    `gen_ai.tool.call.result`: they copy the SDK's function-span output, the SDK's text of
+    whatever the tool returned))."""
     if failed:
         return False
     if convention == "openinference":
         return scope == OPENAI_AGENTS_OPENINFERENCE_SCOPE and "output.value" not in attributes
-    return (scope == OPENAI_AGENTS_GENAI_SCOPE and "gen_ai.tool.call.arguments" in attributes
+    return (scope in (OPENAI_AGENTS_GENAI_SCOPE, OPENAI_AGENTS_TRACELOOP_SCOPE)
+            and "gen_ai.tool.call.arguments" in attributes
             and "gen_ai.tool.call.result" not in attributes)
 
 
