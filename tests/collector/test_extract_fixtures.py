@@ -24,6 +24,7 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 # all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.
 # Semantic Kernel exports no conversation id either (its thread id never reaches a span).
 NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
+NO_CONVERSATION_ID |= {"openai_agents_traceloop_approval"}  # every run keyed by its own trace
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
