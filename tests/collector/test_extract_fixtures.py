@@ -191,3 +191,31 @@ def test_request_executed_in_a_later_turn_was_pending() -> None:
         [("call_del_bob", "requested", False, {"login": "bob"})], [],
         [("call_del_carol", "requested", False, {"login": "carol"})],
     ]
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), [
+    ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "input.value"),
+    ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "output.value"),
+    ("pydantic_ai_approval", "invoke_agent account_assistant", "final_result"),
+    ("agent_framework_approval", "invoke_agent account_assistant", "gen_ai.output.messages"),
+    ("agent_framework_approval", "invoke_agent account_assistant", "gen_ai.input.messages"),
+])
+@pytest.mark.parametrize("garbage", ['{"calls": [', '{"messages": 3}', "[1, null, {}]", ""])
+def test_malformed_approval_marks_are_ignored(
+        name: str, span_name: str, key: str, garbage: str) -> None:
+    """The spans that say a call waits or was refused, with that attribute cut or mangled:
+    extraction neither fails nor invents a call; the model's requests are still there."""
+    request, expected = load(name)
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                for a in span.attributes:
+                    if span.name == span_name and a.key == key:
+                        a.value.string_value = garbage
+    batch = extract(request)
+    assert batch.rejected == () and batch.unextracted == ()
+    marks = [c for c in batch.calls if c.executed and c.status in {"pending", "rejected"}]
+    assert all(c.name == "delete_account" and c.arguments == {"login": c.call_id[9:]}
+               for c in marks)  # whatever is left is one of the real calls
+    assert len([c for c in batch.calls if not c.executed]) == sum(
+        c.get("requested_in_turn", True) for t in expected["turns"] for c in t["calls"])
