@@ -39,7 +39,13 @@ second tool span with the same call id in a later turn. Two ways to tell:
   part (with the `function_call`: `call_id`, `name`, `arguments`), and the resumed run's
   `invoke_agent` `gen_ai.input.messages` the user's `function_approval_response` (`approved`);
   a refusal runs no tool span either (agent-framework-core 1.23; capture
-  `tests/captures/agent_framework_approval`).
+  `tests/captures/agent_framework_approval`);
+- Strands interrupts (a `BeforeToolCallEvent` hook calling `event.interrupt`): the asking run
+  runs no tool span; its root `invoke_agent` span's `gen_ai.choice` event has
+  `finish_reason=interrupt` and the interrupts (Python repr) whose ids carry the tool use id,
+  not the tool's name: a pending row with the id alone, named by the request it pairs with
+  (strands-agents 1.62; capture `tests/captures/strands_approval`). A `cancel_tool` refusal runs
+  no tool span and is not told apart from an error result: not read.
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -47,6 +53,7 @@ An approval that never comes stays pending. The plumbing call that asks the user
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from collector.extract.otlp import SpanView
@@ -194,6 +201,23 @@ def _agent_framework(span: SpanView) -> list[_Found]:
     return [f for f in (*asked, *refused) if isinstance(f[0], str)]
 
 
+STRANDS_SCOPE = "strands.telemetry.tracer"
+# strands `hooks/events.py` BeforeToolCallEvent: `v1:before_tool_call:{toolUseId}:{uuid5(name)}`
+_STRANDS_INTERRUPT_ID = re.compile(r"v1:before_tool_call:(.+?):[0-9a-f]{8}-[0-9a-f-]{27}")
+
+
+def _strands_interrupt(span: SpanView) -> list[_Found]:
+    """The calls a Strands run stopped for: its `gen_ai.choice` event with
+    `finish_reason=interrupt` lists the interrupts, whose ids name the tool use but not the
+    tool (name left empty: the model's request of that id supplies it, `reconcile`)."""
+    for e in span.events:
+        if e.name == "gen_ai.choice" and e.attributes.get("finish_reason") == "interrupt":
+            text = e.attributes.get("message")
+            ids = _STRANDS_INTERRUPT_ID.findall(text) if isinstance(text, str) else []
+            return [("", call_id, None, PENDING, None) for call_id in dict.fromkeys(ids)]
+    return []
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
@@ -208,6 +232,8 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
         found, convention = _pydantic_ai_deferred(span), "genai"
+    elif span.scope == STRANDS_SCOPE and span.parent_span_id is None and span.events:
+        found, convention = _strands_interrupt(span), "genai"
     elif span.scope == AGENT_FRAMEWORK_SCOPE and (
             span.attributes.get("gen_ai.operation.name") == "invoke_agent"):
         found, convention = _agent_framework(span), "genai"

@@ -109,7 +109,9 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
 
     def take(e: ToolCall, candidates: list[ToolCall], loose: bool) -> None:
         for r in candidates:
-            if r.span_id in taken or r.name != e.name or r.start_ns > e.end_ns:
+            # an execution without a name (a Strands interrupt names only the call id)
+            # pairs by id alone and takes the request's name
+            if r.span_id in taken or (e.name and r.name != e.name) or r.start_ns > e.end_ns:
                 continue
             if loose and not (
                 unbound(e, r)
@@ -183,6 +185,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
     groups = _request_groups(c for c in calls if not c.executed)
     group_of = {r.span_id: g for g in groups for r in g.requests}
     paired = _pair(executions, [r for g in groups for r in g.requests]) if groups else {}
+    # a nameless execution no request named says nothing about a call
+    executions = [e for e in executions if e.name or e.span_id in paired]
     assigned = {e: group_of[r.span_id] for e, r in paired.items()}
     _infer_groups(executions, assigned)
     answered = {r.span_id for r in paired.values()}
@@ -196,6 +200,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
         request = paired.get(e.span_id)
         order = LAST if request is None else request_index(request)[1]
         call = e.evolve(executed=False) if unexecuted(e) else e
+        if not call.name and request is not None:
+            call = call.evolve(name=request.name)
         out.append(((step, order, e.start_ns, e.span_id), Placed(call, step, request)))
     for r in unanswered:
         step = group_of[r.span_id].step
@@ -289,7 +295,8 @@ def reconcile_rows(rows: Iterable[Mapping[Any, Any]]) -> dict[Any, list[dict[str
     """Stored `tool_calls` rows (any order, any turns) → turn id → reconciled rows in order.
 
     Each output row is the stored row of the kept span with the reconciled fields overlaid
-    (`call_id`, `arguments`, `arguments_raw`, `result`, `error`, `status`, `step`, `executed`).
+    (`name`, `call_id`, `arguments`, `arguments_raw`, `result`, `error`, `status`, `step`,
+    `executed`).
     """
     by_turn: dict[Any, list[ToolCall]] = {}
     stored: dict[tuple[str, str], Mapping[Any, Any]] = {}
@@ -320,9 +327,9 @@ def call_from_row(row: Mapping[Any, Any]) -> ToolCall:
 
 
 def overlay(call: ToolCall) -> dict[str, Any]:
-    """The fields reconciliation may change."""
+    """The fields reconciliation may change (`name` only for an execution that named none)."""
     return {
-        "call_id": call.call_id, "arguments": call.arguments,
+        "name": call.name, "call_id": call.call_id, "arguments": call.arguments,
         "arguments_raw": call.arguments_raw, "result": call.result, "error": call.error,
         "status": call.status, "step": call.step, "executed": call.executed,
     }
