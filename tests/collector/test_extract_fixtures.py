@@ -36,6 +36,8 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
 # LangChain 1.x `create_agent` sends each call to its own `tools` node span too.
 STEPS_NEED_REQUESTS |= {"langchain_agent_openinference"}
+# Strands' interrupt names the waiting call by id only: without the model's request it is no call.
+STEPS_NEED_REQUESTS |= {"strands_approval"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
