@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.extract.approvals import interrupt_calls
 from collector.extract.conventions import convention_of, skipped
 from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
@@ -121,7 +122,8 @@ class _Pass:
     def add(self, span: SpanView) -> None:
         note = SpanNote(span.trace_id, span.span_id, span.parent_span_id, span.name, "span",
                         span.start_ns)
-        contributed = self._tool(span, note) or self._llm(span, note)
+        contributed = (self._tool(span, note) or self._llm(span, note)
+                       or self._approval(span, note))
         acc = self.traces.get(span.trace_id)
         if acc is None:
             acc = self.traces[span.trace_id] = TraceAccumulator(span.trace_id)
@@ -168,6 +170,16 @@ class _Pass:
         self.requests.extend(rows)
         if self.explain:
             note.notes.extend(f"request {describe(r)} [{source}]" for r in rows)
+        return True
+
+    def _approval(self, span: SpanView, note: SpanNote) -> bool:
+        calls = interrupt_calls(span)
+        if not calls:
+            return False
+        note.kind = "approval"
+        self.executions.setdefault(span.trace_id, []).extend(calls)
+        if self.explain:
+            note.notes.extend(f"call {describe(c)} ({c.status})" for c in calls)
         return True
 
     def _describe_trace_facts(self, span: SpanView, note: SpanNote) -> None:

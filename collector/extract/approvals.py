@@ -19,7 +19,33 @@ second tool span with the same call id in a later turn. Two ways to tell:
   result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
   `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
-  neither a result nor an error was the call waiting, not an execution.
+  neither a result nor an error was the call waiting, not an execution;
+- LangChain 1.x `HumanInTheLoopMiddleware` (LangGraph interrupts) runs no tool span while it
+  waits: its `HumanInTheLoopMiddleware.after_model` node span (OpenInference CHAIN) records
+  the interrupt as an `exception` event `langgraph.errors.GraphInterrupt`, and its
+  `input.value` state ends with the model's message whose `tool_calls` wait (all of them: no
+  tool runs before the user's decisions). On a rejection, the resumed run's span of that node
+  outputs a ToolMessage `status="error"` for the refused call, and no tool span follows
+  (langchain 1.5 `agents/middleware/human_in_the_loop.py`; capture
+  `tests/captures/langchain_agent_approval`). `interrupt_calls` reads both;
+- Pydantic AI deferred tools (`requires_approval=True`): the asking run runs no tool span and
+  ends with a `DeferredToolRequests` output, which its `invoke_agent` span writes as
+  `final_result` (`{"calls": [...], "approvals": [{"tool_name", "args", "tool_call_id"}]}`,
+  pydantic-ai 2.68; capture `tests/captures/pydantic_ai_approval`). A `ToolDenied` answer is
+  only a `tool_call_response` in the resumed run's messages with no tool span, which looks
+  like any tool return: not read (the call stays pending);
+- Microsoft Agent Framework `@tool(approval_mode="always_require")`: the asking run runs no tool
+  span; its `invoke_agent` span's `gen_ai.output.messages` carries a `function_approval_request`
+  part (with the `function_call`: `call_id`, `name`, `arguments`), and the resumed run's
+  `invoke_agent` `gen_ai.input.messages` the user's `function_approval_response` (`approved`);
+  a refusal runs no tool span either (agent-framework-core 1.23; capture
+  `tests/captures/agent_framework_approval`);
+- Strands interrupts (a `BeforeToolCallEvent` hook calling `event.interrupt`): the asking run
+  runs no tool span; its root `invoke_agent` span's `gen_ai.choice` event has
+  `finish_reason=interrupt` and the interrupts (Python repr) whose ids carry the tool use id,
+  not the tool's name: a pending row with the id alone, named by the request it pairs with
+  (strands-agents 1.62; capture `tests/captures/strands_approval`). A `cancel_tool` refusal runs
+  no tool span and is not told apart from an error result: not read.
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -27,8 +53,11 @@ An approval that never comes stays pending. The plumbing call that asks the user
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from collector.extract.otlp import SpanView
+from collector.extract.values import as_arguments, decode
 from collector.model import ToolCall
 
 PENDING = "pending"
@@ -57,6 +86,10 @@ def approval_status(result: Any) -> str | None:
 
 
 OPENAI_AGENTS_GENAI_SCOPE = "opentelemetry.instrumentation.genai.openai_agents"
+# Traceloop's (OpenLLMetry) OpenAI Agents instrumentation: its tool spans also follow the GenAI
+# convention and carry `gen_ai.tool.call.result` for every finished call, a failed one's too
+# (0.62.4; captures `tests/captures/openai_agents_traceloop`, `..._traceloop_approval`).
+OPENAI_AGENTS_TRACELOOP_SCOPE = "opentelemetry.instrumentation.openai_agents"
 # Only this OpenInference instrumentation is known to write every finished call's output:
 # others (CrewAI's event-listener mode, a tool returning nothing) end TOOL spans of executed
 # calls without `output.value`, which must stay executed.
@@ -66,18 +99,153 @@ OPENAI_AGENTS_OPENINFERENCE_SCOPE = "openinference.instrumentation.openai_agents
 def waiting_span(convention: str, scope: str, attributes: dict[str, Any], failed: bool) -> bool:
     """A tool span that ended without result and without error where the instrumentation
     writes the result of every finished call: OpenInference's OpenAI Agents instrumentation
-    (`output.value`), and the OTel GenAI OpenAI Agents instrumentation with content capture
-    on (arguments but no
-    `gen_ai.tool.call.result`: it copies the SDK's function-span output, the SDK's text of
-    whatever the tool returned)."""
+    (`output.value`), and the OTel GenAI and Traceloop OpenAI Agents instrumentations (with
+    content capture on: arguments but no
+    `gen_ai.tool.call.result`: they copy the SDK's function-span output, the SDK's text of
+    whatever the tool returned))."""
     if failed:
         return False
     if convention == "openinference":
         return scope == OPENAI_AGENTS_OPENINFERENCE_SCOPE and "output.value" not in attributes
-    return (scope == OPENAI_AGENTS_GENAI_SCOPE and "gen_ai.tool.call.arguments" in attributes
+    return (scope in (OPENAI_AGENTS_GENAI_SCOPE, OPENAI_AGENTS_TRACELOOP_SCOPE)
+            and "gen_ai.tool.call.arguments" in attributes
             and "gen_ai.tool.call.result" not in attributes)
 
 
 def unexecuted(call: ToolCall) -> bool:
     """True for a pending or rejected call: the tool did not run."""
     return call.status in UNEXECUTED
+
+
+LANGCHAIN_HITL_NODE = "HumanInTheLoopMiddleware.after_model"
+GRAPH_INTERRUPT = "langgraph.errors.GraphInterrupt"
+
+
+def _messages(span: SpanView, key: str) -> list[dict[str, Any]]:
+    value, _ = decode(span.attributes.get(key))
+    messages = value.get("messages") if isinstance(value, dict) else None
+    return [m for m in messages if isinstance(m, dict) and isinstance(m.get("data"), dict)] \
+        if isinstance(messages, list) else []
+
+
+def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
+    calls = message["data"].get("tool_calls") if message.get("type") == "ai" else None
+    return [c for c in calls if isinstance(c, dict) and isinstance(c.get("name"), str)] \
+        if isinstance(calls, list) else []
+
+
+# (name, call id, arguments, status, error) of one waiting or refused call
+_Found = tuple[str, Any, Any, str, "str | None"]
+
+
+def _langchain_hitl(span: SpanView) -> list[_Found]:
+    if any(e.name == "exception" and e.attributes.get("exception.type") == GRAPH_INTERRUPT
+           for e in span.events):
+        messages = _messages(span, "input.value")
+        return [(c["name"], c.get("id"), c.get("args"), PENDING, None)
+                for c in (_tool_calls(messages[-1]) if messages else [])]
+    messages = _messages(span, "output.value")
+    asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
+    found: list[_Found] = []
+    for m in messages:
+        data = m["data"]
+        if m.get("type") == "tool" and data.get("status") == "error" \
+                and data.get("tool_call_id") in asked:
+            c, content = asked[data["tool_call_id"]], data.get("content")
+            found.append((c["name"], c.get("id"), c.get("args"), REJECTED,
+                          f"rejected: {content}" if isinstance(content, str) else "rejected"))
+    return found
+
+
+PYDANTIC_AI_SCOPE = "pydantic-ai"
+
+
+def _pydantic_ai_deferred(span: SpanView) -> list[_Found]:
+    text = span.attributes.get("final_result")
+    if not isinstance(text, str) or not text.startswith('{"calls":'):
+        return []
+    value, _ = decode(text)
+    approvals = value.get("approvals") if isinstance(value, dict) else None
+    return [(a["tool_name"], a.get("tool_call_id"), as_arguments(a.get("args"))[0], PENDING, None)
+            for a in approvals if isinstance(a, dict) and isinstance(a.get("tool_name"), str)] \
+        if isinstance(approvals, list) else []
+
+
+AGENT_FRAMEWORK_SCOPE = "agent_framework"
+
+
+def _parts(span: SpanView, key: str, kind: str) -> list[dict[str, Any]]:
+    text = span.attributes.get(key)
+    if not isinstance(text, str) or kind not in text:
+        return []  # most spans: no need to decode their messages
+    messages, _ = decode(text)
+    parts: list[Any] = []
+    for m in messages if isinstance(messages, list) else []:
+        mine = m.get("parts") if isinstance(m, dict) else None
+        parts.extend(mine if isinstance(mine, list) else [])
+    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind
+            and isinstance(p.get("function_call"), dict)]
+
+
+def _agent_framework(span: SpanView) -> list[_Found]:
+    def found(part: dict[str, Any], status: str) -> _Found:
+        call = part["function_call"]
+        return (call.get("name"), call.get("call_id"), as_arguments(call.get("arguments"))[0],
+                status, "rejected" if status == REJECTED else None)
+
+    asked = [found(p, PENDING) for p in _parts(span, "gen_ai.output.messages",
+                                               "function_approval_request")]
+    refused = [found(p, REJECTED) for p in _parts(span, "gen_ai.input.messages",
+                                                  "function_approval_response")
+               if p.get("approved") is False]
+    return [f for f in (*asked, *refused) if isinstance(f[0], str)]
+
+
+STRANDS_SCOPE = "strands.telemetry.tracer"
+# strands `hooks/events.py` BeforeToolCallEvent: `v1:before_tool_call:{toolUseId}:{uuid5(name)}`
+_STRANDS_INTERRUPT_ID = re.compile(r"v1:before_tool_call:(.+?):[0-9a-f]{8}-[0-9a-f-]{27}")
+
+
+def _strands_interrupt(span: SpanView) -> list[_Found]:
+    """The calls a Strands run stopped for: its `gen_ai.choice` event with
+    `finish_reason=interrupt` lists the interrupts, whose ids name the tool use but not the
+    tool (name left empty: the model's request of that id supplies it, `reconcile`)."""
+    for e in span.events:
+        if e.name == "gen_ai.choice" and e.attributes.get("finish_reason") == "interrupt":
+            text = e.attributes.get("message")
+            ids = _STRANDS_INTERRUPT_ID.findall(text) if isinstance(text, str) else []
+            return [("", call_id, None, PENDING, None) for call_id in dict.fromkeys(ids)]
+    return []
+
+
+def interrupt_calls(span: SpanView) -> list[ToolCall]:
+    """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
+    no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
+    stopped at its interrupt, or the resumed run answered a call with an error ToolMessage),
+    or Pydantic AI's `invoke_agent` span whose `final_result` is the `DeferredToolRequests`
+    the run ended with (its `approvals`; the `calls` to execute externally are not approvals),
+    or Agent Framework's `invoke_agent` span (a `function_approval_request` part in its output
+    messages: pending; a `function_approval_response` with `approved: false` in its input
+    messages: rejected)
+    [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    if span.name == LANGCHAIN_HITL_NODE:
+        found, convention = _langchain_hitl(span), "openinference"
+    elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
+        found, convention = _pydantic_ai_deferred(span), "genai"
+    elif span.scope == STRANDS_SCOPE and span.parent_span_id is None and span.events:
+        found, convention = _strands_interrupt(span), "genai"
+    elif span.scope == AGENT_FRAMEWORK_SCOPE and (
+            span.attributes.get("gen_ai.operation.name") == "invoke_agent"):
+        found, convention = _agent_framework(span), "genai"
+    else:
+        return []
+    return [
+        ToolCall(
+            trace_id=span.trace_id, span_id=f"{span.span_id}#{j}", parent_span_id=span.span_id,
+            name=name, call_id=call_id if isinstance(call_id, str) else None,
+            arguments=arguments, arguments_raw=None, result=None, error=error,
+            status=status, start_ns=span.start_ns, end_ns=span.end_ns,
+            convention=convention, attributes=span.attributes,
+        )
+        for j, (name, call_id, arguments, status, error) in enumerate(found)
+    ]

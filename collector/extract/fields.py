@@ -204,15 +204,19 @@ def error_of(span: SpanView, envelope_error: bool) -> str | None:
 
 
 def parent_tool_call(parent: SpanView | None, name: str) -> dict[str, Any] | None:
-    """LangGraph's `tools` node input `{"tool_call": {"name", "args", "id"}}` for this tool."""
+    """LangGraph's `tools` node input for this tool: `{"tool_call": {"name", "args", "id"}}`
+    (`create_react_agent`'s `Send`), or a list of such tool calls (langchain 1.x
+    `create_agent`'s `Send`, `[{"name", "args", "id", "type": "tool_call"}]`); the one call of
+    that name, None when there are several."""
     text = parent.attributes.get("input.value") if parent is not None else None
-    if not isinstance(text, str) or '"tool_call"' not in text[:PEEK]:
+    if not isinstance(text, str) or not (
+            '"tool_call"' in text[:PEEK] or text.startswith('[{"name": ')):
         return None  # not a `tools` node: do not parse a whole graph state
     value = decode(text)[0]
-    call = value.get("tool_call") if isinstance(value, dict) else None
-    if isinstance(call, dict) and call.get("name") == name:
-        return call
-    return None
+    calls = [value.get("tool_call")] if isinstance(value, dict) else (
+        value if isinstance(value, list) else [])
+    mine = [c for c in calls if isinstance(c, dict) and c.get("name") == name]
+    return mine[0] if len(mine) == 1 else None
 
 
 def build_call(span: SpanView, convention: Convention, parent: SpanView | None = None) -> ToolCall:

@@ -35,6 +35,7 @@ from collector.extract.dedup import Collapsed, collapse, overlaps
 from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
 
+REQUESTED = "requested"  # status of a request row (`requests.request_rows`)
 LAST = 1 << 30  # order of an execution that no request announced, within its step
 
 
@@ -108,7 +109,9 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
 
     def take(e: ToolCall, candidates: list[ToolCall], loose: bool) -> None:
         for r in candidates:
-            if r.span_id in taken or r.name != e.name or r.start_ns > e.end_ns:
+            # an execution without a name (a Strands interrupt names only the call id)
+            # pairs by id alone and takes the request's name
+            if r.span_id in taken or (e.name and r.name != e.name) or r.start_ns > e.end_ns:
                 continue
             if loose and not (
                 unbound(e, r)
@@ -182,6 +185,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
     groups = _request_groups(c for c in calls if not c.executed)
     group_of = {r.span_id: g for g in groups for r in g.requests}
     paired = _pair(executions, [r for g in groups for r in g.requests]) if groups else {}
+    # a nameless execution no request named says nothing about a call
+    executions = [e for e in executions if e.name or e.span_id in paired]
     assigned = {e: group_of[r.span_id] for e, r in paired.items()}
     _infer_groups(executions, assigned)
     answered = {r.span_id for r in paired.values()}
@@ -195,6 +200,8 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
         request = paired.get(e.span_id)
         order = LAST if request is None else request_index(request)[1]
         call = e.evolve(executed=False) if unexecuted(e) else e
+        if not call.name and request is not None:
+            call = call.evolve(name=request.name)
         out.append(((step, order, e.start_ns, e.span_id), Placed(call, step, request)))
     for r in unanswered:
         step = group_of[r.span_id].step
@@ -208,16 +215,35 @@ def place(calls: Sequence[ToolCall], notes: dict[str, str] | None = None) -> lis
 def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     """A conversation's placed turns, in turn order, with each execution that a later turn
     executes again under the same name and call id, and that has neither result nor error
-    itself, marked pending (not executed): it was the call waiting for the user's approval
-    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation)."""
+    itself, marked pending (not executed), and so each request that no execution of its turn
+    answered and a later turn executes (a run stopped before the tool, showing no tool span):
+    it was the call waiting for the user's approval
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation). An
+    execution no request of its own turn announced takes the arguments its call id had in an
+    earlier turn when its own are missing or collapsed (LangChain's approved call runs in the
+    resumed run, its `"alice"` for the model's `{"login": "alice"}`)."""
+    asked: dict[tuple[str, str], ToolCall] = {}
+    informed: list[list[Placed]] = []
+    for placed in turns:
+        mine = []
+        for p in placed:
+            call_id = p.merged()[0]
+            earlier = asked.get((p.call.name, call_id)) if call_id else None
+            mine.append(Placed(p.call, p.step, earlier)
+                        if p.request is None and earlier is not None else p)
+        for p in mine:
+            if call_id := p.merged()[0]:
+                asked.setdefault((p.call.name, call_id), p.request or p.call)
+        informed.append(mine)
     later: set[tuple[str, str]] = set()
     out: list[list[Placed]] = []
-    for placed in reversed(turns):
+    for placed in reversed(informed):
         kept = []
         for p in placed:
             c, call_id = p.call, p.merged()[0]
-            if (c.executed and call_id and (c.name, call_id) in later
-                    and c.result is None and c.error is None):
+            waited = c.result is None and c.error is None and (
+                c.executed or c.status == REQUESTED)  # or a request no execution answered
+            if waited and call_id and (c.name, call_id) in later:
                 p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
             kept.append(p)
         later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
@@ -269,7 +295,8 @@ def reconcile_rows(rows: Iterable[Mapping[Any, Any]]) -> dict[Any, list[dict[str
     """Stored `tool_calls` rows (any order, any turns) → turn id → reconciled rows in order.
 
     Each output row is the stored row of the kept span with the reconciled fields overlaid
-    (`call_id`, `arguments`, `arguments_raw`, `result`, `error`, `status`, `step`, `executed`).
+    (`name`, `call_id`, `arguments`, `arguments_raw`, `result`, `error`, `status`, `step`,
+    `executed`).
     """
     by_turn: dict[Any, list[ToolCall]] = {}
     stored: dict[tuple[str, str], Mapping[Any, Any]] = {}
@@ -300,9 +327,9 @@ def call_from_row(row: Mapping[Any, Any]) -> ToolCall:
 
 
 def overlay(call: ToolCall) -> dict[str, Any]:
-    """The fields reconciliation may change."""
+    """The fields reconciliation may change (`name` only for an execution that named none)."""
     return {
-        "call_id": call.call_id, "arguments": call.arguments,
+        "name": call.name, "call_id": call.call_id, "arguments": call.arguments,
         "arguments_raw": call.arguments_raw, "result": call.result, "error": call.error,
         "status": call.status, "step": call.step, "executed": call.executed,
     }

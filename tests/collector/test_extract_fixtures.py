@@ -24,6 +24,7 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 # all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.
 # Semantic Kernel exports no conversation id either (its thread id never reaches a span).
 NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
+NO_CONVERSATION_ID |= {"openai_agents_traceloop_approval"}  # every run keyed by its own trace
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
@@ -33,6 +34,10 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
 STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
+# LangChain 1.x `create_agent` sends each call to its own `tools` node span too.
+STEPS_NEED_REQUESTS |= {"langchain_agent_openinference"}
+# Strands' interrupt names the waiting call by id only: without the model's request it is no call.
+STEPS_NEED_REQUESTS |= {"strands_approval"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
@@ -169,3 +174,50 @@ def test_call_executed_in_a_later_turn_was_pending() -> None:
         [("call_del_bob", "pending", False)], [("call_del_bob", "rejected", False)],
         [("call_del_carol", "ok", True)],
     ]
+
+
+def test_request_executed_in_a_later_turn_was_pending() -> None:
+    """A run that stops before the tool shows only the model's request (LangChain's
+    `HumanInTheLoopMiddleware` interrupt, its node span hidden here): the request a later turn
+    executes under its call id was pending, and the execution takes its uncollapsed arguments."""
+    request, _ = load("langchain_agent_approval")
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                if span.name == "HumanInTheLoopMiddleware.after_model":
+                    span.name = "after_model"
+    turns = turns_of(extract(request))
+    assert [[(c.call_id, c.status, c.executed, c.arguments) for c in t] for t in turns] == [
+        [("call_del_alice", "pending", False, {"login": "alice"})],
+        [("call_del_alice", "ok", True, {"login": "alice"})],
+        [("call_del_bob", "requested", False, {"login": "bob"})], [],
+        [("call_del_carol", "requested", False, {"login": "carol"})],
+    ]
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), [
+    ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "input.value"),
+    ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "output.value"),
+    ("pydantic_ai_approval", "invoke_agent account_assistant", "final_result"),
+    ("agent_framework_approval", "invoke_agent account_assistant", "gen_ai.output.messages"),
+    ("agent_framework_approval", "invoke_agent account_assistant", "gen_ai.input.messages"),
+])
+@pytest.mark.parametrize("garbage", ['{"calls": [', '{"messages": 3}', "[1, null, {}]", ""])
+def test_malformed_approval_marks_are_ignored(
+        name: str, span_name: str, key: str, garbage: str) -> None:
+    """The spans that say a call waits or was refused, with that attribute cut or mangled:
+    extraction neither fails nor invents a call; the model's requests are still there."""
+    request, expected = load(name)
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                for a in span.attributes:
+                    if span.name == span_name and a.key == key:
+                        a.value.string_value = garbage
+    batch = extract(request)
+    assert batch.rejected == () and batch.unextracted == ()
+    marks = [c for c in batch.calls if c.executed and c.status in {"pending", "rejected"}]
+    assert all(c.name == "delete_account" and c.arguments == {"login": c.call_id[9:]}
+               for c in marks)  # whatever is left is one of the real calls
+    assert len([c for c in batch.calls if not c.executed]) == sum(
+        c.get("requested_in_turn", True) for t in expected["turns"] for c in t["calls"])

@@ -252,6 +252,29 @@ if APPROVAL and INSTR == "otel":
         "rooted at invoke_agent with NO conversation id (turn conversation_id null = keyed by its "
         "trace); the approved execution has its result and no call id; a rejection emits no tool span."
     )
+elif APPROVAL and INSTR == "traceloop":
+    # No conversation id at all (as ../openai_agents_traceloop): every run is a conversation of
+    # its own, keyed by its trace. Asking run: `Agent Workflow` > agent > `delete_account.tool`
+    # with arguments and no result. Resumed run: a trace rooted at the agent span (no workflow
+    # span); the approved execution has its result and no call id; a rejection emits no tool span.
+    pending = lambda login: {"name": "delete_account", "arguments": {"login": login}, "error": False,  # noqa: E731
+                             "step": 0, "call_id": f"call_del_{login}", "status": "pending"}
+    expected["conversation_id"] = None
+    expected["turns"] = [
+        {"calls": [pending("alice")]},
+        {"calls": [{"name": "delete_account", "arguments": {"login": "alice"}, "error": False,
+                    "step": 0, "call_id": None, "status": "ok", "requested_in_turn": False}]},
+        {"calls": [pending("bob")]},
+        {"calls": []},
+        {"calls": [pending("carol")]},
+    ]
+    expected["notes"] = (
+        "function_tool(needs_approval=True); the SDK's documented loop, under Traceloop's "
+        "instrumentation (group_id dropped: no conversation id, each run keyed by its trace). Asking "
+        "run: the tool span has gen_ai.tool.call.arguments and no result. Resumed run: a new trace "
+        "rooted at travel_assistant.agent; the approved execution has its result and no call id; a "
+        "rejection emits no tool span."
+    )
 elif APPROVAL:
     # What the trace can show: each approval's tool span (arguments, no output) in the run that
     # asked; the resumed runs' spans (the approved execution, the rejection) never reach the
