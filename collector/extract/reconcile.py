@@ -209,15 +209,17 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     """A conversation's placed turns, in turn order, with each execution that a later turn
     executes again under the same name and call id, and that has neither result nor error
     itself, marked pending (not executed): it was the call waiting for the user's approval
-    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation)."""
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation). So is a
+    request no span executed in its turn that a later turn executes (AI SDK 7 `toolApproval`:
+    the asking turn has only the model's request, the approved call runs in the next one)."""
     later: set[tuple[str, str]] = set()
     out: list[list[Placed]] = []
     for placed in reversed(turns):
         kept = []
         for p in placed:
             c, call_id = p.call, p.merged()[0]
-            if (c.executed and call_id and (c.name, call_id) in later
-                    and c.result is None and c.error is None):
+            waited = (c.result is None and c.error is None) if c.executed else not unexecuted(c)
+            if call_id and (c.name, call_id) in later and waited:
                 p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
             kept.append(p)
         later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
