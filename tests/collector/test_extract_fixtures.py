@@ -31,8 +31,9 @@ NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
 NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
-# LangGraph puts each call under its own `tools` node span.
-STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
+# LangGraph puts each call under its own `tools` node span. Mastra runs a step's calls one after
+# the other too.
+STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference", "mastra_otel"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
