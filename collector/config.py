@@ -131,6 +131,7 @@ class Settings(BaseSettings):
         default_factory=lambda: [
             "traceloop.association.properties.session_id",
             "ai.telemetry.metadata.sessionId",
+            "ai.settings.context.sessionId",
         ],
         description="extra span/resource attribute keys that carry a conversation id",
     )

@@ -26,7 +26,8 @@ from collector.model import Batch, RejectedSpan, ToolCall
 PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result"})
 DEFAULT_CONVERSATION_KEYS = (
     "traceloop.association.properties.session_id",
-    "ai.telemetry.metadata.sessionId",
+    "ai.telemetry.metadata.sessionId",  # AI SDK <= 6: experimental_telemetry.metadata
+    "ai.settings.context.sessionId",  # AI SDK 7: runtimeContext + telemetry.includeRuntimeContext
 )
 
 

@@ -19,7 +19,9 @@ second tool span with the same call id in a later turn. Two ways to tell:
   result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
   `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
-  neither a result nor an error was the call waiting, not an execution;
+  neither a result nor an error was the call waiting, not an execution; so was an earlier
+  request that no span executed (AI SDK 7 `toolApproval`, capture `tests/captures/vercel_ai_7`:
+  the asking turn has the model's request only, the approved call runs in the next turn);
 - LangChain 1.x `HumanInTheLoopMiddleware` (LangGraph interrupts) runs no tool span while it
   waits: its `HumanInTheLoopMiddleware.after_model` node span (OpenInference CHAIN) records
   the interrupt as an `exception` event `langgraph.errors.GraphInterrupt`, and its

@@ -182,11 +182,26 @@ def call_id_of(span: SpanView) -> str | None:
     return clean_id(message.get("tool_call_id")) if message else None
 
 
+# The tracer of @ai-sdk/otel's `OpenTelemetry` (AI SDK 7): its `execute_tool` span has
+# `gen_ai.tool.call.result` only when the call succeeded, and a failed call always has its
+# `exception` event (ai 7 docs, "GenAI tool call spans"). OpenInference's span processor for it
+# (@arizeai/openinference-vercel 3.2.1) gives every span that ends after a failed one in the
+# trace status ERROR with that failure's message (it tests `span.parentSpanId`, which OTel JS 2.x
+# spans no longer have, so each span passes for the root): that status is not the call's own.
+AI_SDK_SCOPE = "gen_ai"
+
+
+def _own_status_error(span: SpanView, exception: Any) -> bool:
+    if span.scope == AI_SDK_SCOPE and exception is None:
+        return span.status_error and "gen_ai.tool.call.result" not in span.attributes
+    return span.status_error
+
+
 def error_of(span: SpanView, envelope_error: bool) -> str | None:
     """An error message when the call failed, else None."""
     exception = next((e for e in span.events if e.name == "exception"), None)
     failed = (
-        span.status_error
+        _own_status_error(span, exception)
         or "error.type" in span.attributes
         or span.attributes.get("gen_ai.tool.status") == "error"
         or envelope_error

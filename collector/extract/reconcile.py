@@ -218,7 +218,8 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     itself, marked pending (not executed), and so each request that no execution of its turn
     answered and a later turn executes (a run stopped before the tool, showing no tool span):
     it was the call waiting for the user's approval
-    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation). An
+    (OpenAI Agents `needs_approval`, LangGraph interrupts, ADK tool confirmation, AI SDK 7
+    `toolApproval`). An
     execution no request of its own turn announced takes the arguments its call id had in an
     earlier turn when its own are missing or collapsed (LangChain's approved call runs in the
     resumed run, its `"alice"` for the model's `{"login": "alice"}`)."""

@@ -6,8 +6,9 @@ an OpenInference LLM span's `output.value` holding OpenAI-style tool calls (Crew
 mode puts the model's answer there as a list `[{"id", "type": "function", "function": {...}}]`);
 older `gen_ai.completion.{i}.tool_calls.{j}.*` (OpenLLMetry); Vercel `ai.response.toolCalls`;
 `gen_ai.choice` events (Strands `toolUse` blocks, pre-1.37 semconv `tool_calls`); ADK's legacy
-`gcp.vertex.agent.llm_response` `function_call` parts. Only LLM spans are read: agent and
-event-loop spans repeat the same content as history.
+`gcp.vertex.agent.llm_response` `function_call` parts; Mastra's tool-call `model_chunk` spans (the
+one source that is not the LLM span itself: see `from_mastra_chunk`). Only LLM spans are read:
+agent and event-loop spans repeat the same content as history.
 """
 
 from __future__ import annotations
@@ -41,10 +42,26 @@ class Requested:
     arguments: Any
 
 
+MASTRA_CHUNK = "model_chunk"  # `mastra.span.type` of one streamed chunk of a model response
+
+
+def _mastra_tool_chunk(span: SpanView) -> dict[str, Any] | None:
+    """A Mastra tool-call chunk's `{"toolName", "toolCallId", "toolInput"}`, else None. The
+    approval chunk Mastra emits for the same call (`args`, `resumeSchema`) is not a request."""
+    if span.attributes.get("mastra.span.type") != MASTRA_CHUNK or span.parent_span_id is None:
+        return None
+    chunk, _ = decode(span.attributes.get("mastra.model_chunk.output"))
+    if isinstance(chunk, dict) and "toolInput" in chunk and chunk.get("toolName"):
+        return chunk
+    return None
+
+
 def is_llm_span(span: SpanView) -> bool:
-    """True for spans that record one model response."""
+    """True for spans that record one model response (or, for Mastra, one tool call of it)."""
     attrs = span.attributes
     if attrs.get("gen_ai.operation.name") in LLM_OPERATIONS:
+        return True
+    if _mastra_tool_chunk(span) is not None:
         return True
     if attrs.get("openinference.span.kind") == "LLM" or attrs.get("traceloop.span.kind") == "llm":
         return True
@@ -183,6 +200,17 @@ def from_adk_response(span: SpanView) -> list[Requested]:
     return [r for r in out if r.name]
 
 
+def from_mastra_chunk(span: SpanView) -> list[Requested]:
+    """@mastra/otel-exporter 1.4: the `chat` span's `gen_ai.output.messages` hold only the text;
+    each requested call is a child `model_chunk` span of it (capture `tests/captures/mastra_otel`).
+    Its row is filed under the parent `chat` span (`request_rows`), so that the calls of one
+    response stay one step."""
+    chunk = _mastra_tool_chunk(span)
+    if chunk is None:
+        return []
+    return [_requested(chunk.get("toolName"), chunk.get("toolCallId"), chunk.get("toolInput"))]
+
+
 SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
     ("genai", from_output_messages),
     ("openinference", from_openinference),
@@ -191,6 +219,7 @@ SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
     ("vercel", from_vercel),
     ("genai.events", from_choice_events),
     ("adk", from_adk_response),
+    ("mastra", from_mastra_chunk),
 )
 
 
@@ -211,14 +240,19 @@ def request_rows(span: SpanView, source: str, calls: Iterable[Requested]) -> lis
     They are paired with their executions at read time (`reconcile`), because request and
     execution may arrive in different OTLP requests.
     """
+    llm_span, first = span.span_id, 0
+    if source == "mastra" and span.parent_span_id is not None:
+        # one chunk span per call: the row goes under the response (`chat`) span, numbered in
+        # the order of the chunks (start time; the span id's low bits keep equal times apart)
+        llm_span, first = span.parent_span_id, span.start_ns * 65536 + int(span.span_id[-4:], 16)
     rows = []
-    for j, call in enumerate(calls):
+    for j, call in enumerate(calls, start=first):
         arguments, raw = as_arguments(call.arguments)
         rows.append(
             ToolCall(
                 trace_id=span.trace_id,
-                span_id=f"{span.span_id}#{j}",
-                parent_span_id=span.span_id,
+                span_id=f"{llm_span}#{j}",
+                parent_span_id=llm_span,
                 name=call.name,
                 call_id=call.call_id,
                 arguments=arguments,

@@ -96,13 +96,14 @@ def stored_turns(engine: Engine, key: str) -> tuple[dict[str, Any], list[list[di
          for c in turn["tool_calls"]]
         for turn in turns
     ]
-    # the matcher sees a pending or rejected call as not executed (a failed call)
+    # the matcher sees a pending or rejected call, or a request never executed, as not executed
+    # (a failed call)
     worker = [
         [{"name": c.name, "arguments": c.arguments, "step": c.step, "call_id": c.call_id,
           "error": c.failed} for c in turn]
         for turn in trajectory.turns
     ]
-    unexecuted = {"pending", "rejected"}
+    unexecuted = {"pending", "rejected", "requested"}
     assert worker == [
         [{k: v for k, v in {**c, "error": c["error"] or c["status"] in unexecuted}.items()
           if k != "status"} for c in turn]
