@@ -62,7 +62,8 @@ def json_rows(conn: Connection, table: Table, columns: Sequence[str]) -> str:
         picks = ", ".join(f"(j.v->>{i})::{pg_type(table.c[name])} AS {name}"
                           for i, name in enumerate(columns))
         return f"(SELECT {picks} FROM json_array_elements(%s::json) AS j(v)) AS r"
-    picks = ", ".join(f"value->>{i} AS {name}" for i, name in enumerate(columns))
+    picks = ", ".join(f"json_extract(value, '$[{i}]') AS {name}"  # ->> needs SQLite 3.38
+                      for i, name in enumerate(columns))
     return f"(SELECT {picks} FROM json_each(?)) AS r"
 
 
