@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, delete, select
 
-from collector.store.persist import chunks
+from collector.store.bulk import among
 from collector.store.tables import conversations, ingest_errors, metadata, turns
 
 log = logging.getLogger(__name__)
@@ -49,17 +49,17 @@ def derived_tables() -> list[Table]:
 def delete_conversations(conn: Connection, ids: Sequence[int]) -> int:
     """Delete the conversations `ids` and every row derived from them; returns how many
     conversations were deleted (the caller owns the transaction)."""
-    deleted = 0
-    for part in chunks(sorted(ids)):
-        traces = [t for (t,) in conn.execute(
-            select(turns.c.trace_id).where(turns.c.conversation_id.in_(part)).distinct())]
-        for table in derived_tables():
-            conn.execute(delete(table).where(table.c.conversation_id.in_(part)))
-        for traced in chunks(traces):
-            conn.execute(delete(ingest_errors).where(ingest_errors.c.trace_id.in_(traced)))
-        conn.execute(delete(turns).where(turns.c.conversation_id.in_(part)))
-        deleted += conn.execute(delete(conversations).where(conversations.c.id.in_(part))).rowcount
-    return deleted
+    if not ids:
+        return 0
+    part = sorted(ids)
+    traces = [t for (t,) in conn.execute(
+        select(turns.c.trace_id).where(among(conn, turns.c.conversation_id, part)).distinct())]
+    for table in derived_tables():
+        conn.execute(delete(table).where(among(conn, table.c.conversation_id, part)))
+    if traces:
+        conn.execute(delete(ingest_errors).where(among(conn, ingest_errors.c.trace_id, traces)))
+    conn.execute(delete(turns).where(among(conn, turns.c.conversation_id, part)))
+    return conn.execute(delete(conversations).where(among(conn, conversations.c.id, part))).rowcount
 
 
 def delete_by_key(conn: Connection, key: str) -> bool:

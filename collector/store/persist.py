@@ -3,14 +3,17 @@
 Two steps. `prepare` is pure and may run in another process: it serialises each tool call to a
 row (JSON already encoded, oversized values capped) so that pickling it back is cheap.
 `write_prepared` does the SQL of one group commit with a fixed number of statements whatever
-the number of requests: look up existing turns, upsert conversations and turns, bulk-insert the
-calls (SQLite `executemany`, PostgreSQL one `INSERT … SELECT FROM unnest(arrays)`), recount
-the touched conversations.
+the number of requests: look up existing turns and conversations, insert the missing ones
+(returning their ids), bulk-insert the calls (SQLite `executemany`, PostgreSQL COPY), then
+bring the touched conversations up to date *incrementally*: their stored counts, times and
+agents plus what this group inserted, never recounted from their turns and calls — except
+for the conversations a re-keyed turn left or joined, and (SQLite) when a resent span was
+skipped, which are recounted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -22,7 +25,6 @@ from sqlalchemy import (
     Integer,
     Table,
     bindparam,
-    case,
     delete,
     func,
     select,
@@ -33,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 
 from collector.capture.merge import POSITION_PREFIX
 from collector.model import Batch, TraceInfo
+from collector.store.bulk import among, copy_rows, json_rows, pg_type
 from collector.store.jsonio import dumps
 from collector.store.queries import conversation_turns
 from collector.store.rows import (
@@ -42,14 +45,16 @@ from collector.store.rows import (
     PreparedBatch,
     prepare,
 )
-from collector.store.tables import conversations, ingest_errors, tool_calls, turns
+from collector.store.tables import conversations, ingest_errors, metadata, tool_calls, turns
 
-CALL_COLUMNS = ("conversation_id", "turn_id", *CALL_FIELDS)
-PG_CALL_TYPES = (  # the temporary table COPY fills, in CALL_COLUMNS order
-    "bigint", "bigint", "text", "text", "text", "text", "text", "jsonb", "text", "jsonb", "text",
-    "text", "bigint", "bigint", "integer", "text", "boolean", "jsonb", "text",
-)
-IN_CHUNK = 900  # bound parameters per IN list (SQLite's limit is 32766)
+# Every column a writer fills, in table order (the surrogate `id` is the database's).
+CALL_COLUMNS = tuple(c.name for c in tool_calls.c if c.name != "id")
+TURN_COLUMNS = tuple(c.name for c in turns.c if c.name != "id")
+COUNTERS = ("turn_count", "call_count", "error_count", "change_seq", "scored_seq")
+STATUS = CALL_FIELDS.index("status")
+EXECUTED = CALL_FIELDS.index("executed")
+if ("conversation_id", "turn_id", *CALL_FIELDS) != CALL_COLUMNS:
+    raise RuntimeError("collector.store.rows.CALL_FIELDS differs from the tool_calls table")
 
 
 def insert_ignore(conn: Connection, table: Table) -> Insert:
@@ -59,55 +64,63 @@ def insert_ignore(conn: Connection, table: Table) -> Insert:
     return sqlite.insert(table).on_conflict_do_nothing()
 
 
-def chunks(items: Sequence[Any], size: int = IN_CHUNK) -> Iterator[Sequence[Any]]:
-    """`items` in slices of at most `size`."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-@dataclass(slots=True)
-class MergedTrace:
-    """One turn's facts merged across all requests of a group commit."""
-
-    info: TraceInfo
-    agents: set[str] = field(default_factory=set)
-
-    def merge(self, other: TraceInfo) -> None:
-        """Fold another request's view of the same turn in."""
-        info = self.info
-        best = other if other.key_rank > info.key_rank else info
-        self.info = TraceInfo(
-            trace_id=info.trace_id,
-            turn_key=info.turn_key,
-            conversation_key=best.conversation_key,
-            key_rank=best.key_rank,
-            service=info.service or other.service,
-            agents=info.agents | other.agents,
-            start_ns=min(info.start_ns, other.start_ns),
-            end_ns=max(info.end_ns, other.end_ns),
-            has_agent_root=info.has_agent_root or other.has_agent_root,
-            attributes={**other.attributes, **info.attributes},
-            root_span_id=info.root_span_id or other.root_span_id,
-        )
+def _merged(a: TraceInfo, b: TraceInfo) -> TraceInfo:
+    """Two requests' views of the same turn, folded into one."""
+    best = b if b.key_rank > a.key_rank else a
+    return TraceInfo(
+        trace_id=a.trace_id,
+        turn_key=a.turn_key,
+        conversation_key=best.conversation_key,
+        key_rank=best.key_rank,
+        service=a.service or b.service,
+        agents=a.agents | b.agents,
+        start_ns=min(a.start_ns, b.start_ns),
+        end_ns=max(a.end_ns, b.end_ns),
+        has_agent_root=a.has_agent_root or b.has_agent_root,
+        attributes={**b.attributes, **a.attributes},
+        root_span_id=a.root_span_id or b.root_span_id,
+    )
 
 
 def merge_traces(batches: Iterable[Batch | PreparedBatch]) -> dict[str, TraceInfo]:
     """Turn key → merged TraceInfo over every batch."""
-    merged: dict[str, MergedTrace] = {}
+    merged: dict[str, TraceInfo] = {}
     for batch in batches:
         for info in batch.traces:
             current = merged.get(info.turn_key)
-            if current is None:
-                merged[info.turn_key] = MergedTrace(info)
-            else:
-                current.merge(info)
-    return {key: m.info for key, m in merged.items()}
+            merged[info.turn_key] = info if current is None else _merged(current, info)
+    return merged
 
 
-COUNTERS = ("turn_count", "call_count", "error_count", "change_seq", "scored_seq")
-COUNTER_DEFAULTS = ", ".join(  # their column defaults (applied by SQLAlchemy, not the server)
-    str(cast(ColumnDefault, conversations.c[name].default).arg) for name in COUNTERS
-)
+COUNTER_DEFAULTS = {  # their column defaults (applied by SQLAlchemy, not the server)
+    name: cast(ColumnDefault, conversations.c[name].default).arg for name in COUNTERS
+}
+
+
+def lookup(
+    conn: Connection, table: str, key: str, columns: str, keys: Sequence[Any]
+) -> list[Any]:
+    """Rows (`columns`, comma-separated) of `table` whose `key` is in `keys`."""
+    if not keys:
+        return []
+    found = metadata.tables[table]
+    return list(conn.execute(
+        select(*(found.c[name] for name in columns.split(", ")))
+        .where(among(conn, found.c[key], keys))
+    ))
+
+
+def _insert_returning(conn: Connection, table: Table, rows: Sequence[dict[str, Any]],
+                      returning: str) -> list[Any]:
+    """INSERT `rows` (column → value, the same columns each; JSON as text) … ON CONFLICT DO
+    NOTHING RETURNING `returning`: the rows this statement inserted (another writer's are
+    skipped)."""
+    columns = list(rows[0])
+    names = ", ".join(columns)
+    sql = (f"INSERT INTO {table.name} ({names}) SELECT {names} "
+           f"FROM {json_rows(conn, table, columns)} "
+           f"WHERE true ON CONFLICT DO NOTHING RETURNING {returning}")  # WHERE: SQLite's parser
+    return list(conn.exec_driver_sql(sql, (dumps([list(r.values()) for r in rows]),)))
 
 
 def ensure_conversations(
@@ -121,27 +134,11 @@ def ensure_conversations(
     missing = [first[k] for k in sorted(first) if k not in found]
     if not missing:
         return found
-    if conn.dialect.name == "postgresql":
-        columns = ("key", "service", "agents", "attributes", "first_seen", "last_seen",
-                   "start_ns", "end_ns")
-        kinds = ("text", "text", "jsonb", "jsonb", "float8", "float8", "bigint", "bigint")
-        arrays = ", ".join(f"%s::{kind}[]" for kind in kinds)
-        found.update((key, cid) for key, cid in conn.exec_driver_sql(
-            f"INSERT INTO conversations ({', '.join(columns + COUNTERS)}) "
-            f"SELECT *, {COUNTER_DEFAULTS} "
-            f"FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING key, id",
-            ([i.conversation_key for i in missing], [i.service for i in missing],
-             [dumps(sorted(i.agents)) for i in missing], [dumps(i.attributes) for i in missing],
-             [now] * len(missing), [now] * len(missing), [i.start_ns for i in missing],
-             [i.end_ns for i in missing]),
-        ))
-    else:
-        conn.execute(insert_ignore(conn, conversations), [
-            {"key": i.conversation_key, "service": i.service, "agents": sorted(i.agents),
-             "attributes": i.attributes, "first_seen": now, "last_seen": now,
-             "start_ns": i.start_ns, "end_ns": i.end_ns}
-            for i in missing
-        ])
+    rows = [{"key": i.conversation_key, "service": i.service,
+             "agents": dumps(sorted(i.agents)), "attributes": dumps(i.attributes),
+             "first_seen": now, "last_seen": now, "start_ns": i.start_ns, "end_ns": i.end_ns,
+             **COUNTER_DEFAULTS} for i in missing]
+    found.update(_insert_returning(conn, conversations, rows, "key, id"))
     late = [i.conversation_key for i in missing if i.conversation_key not in found]
     found.update(lookup(conn, "conversations", "key", "key, id", late))  # another writer's
     return found
@@ -154,29 +151,28 @@ def write_batches(
     write_prepared(conn, [b if isinstance(b, PreparedBatch) else prepare(b) for b in batches], now)
 
 
-def lookup(
-    conn: Connection, table: str, key: str, columns: str, keys: Sequence[Any]
-) -> list[Any]:
-    """Rows of `table` whose `key` is in `keys`: one `= ANY(array)` on PostgreSQL, chunked IN
-    lists on SQLite."""
-    if not keys:
-        return []
-    if conn.dialect.name == "postgresql":
-        sql = f"SELECT {columns} FROM {table} WHERE {key} = ANY(%s)"
-        return list(conn.exec_driver_sql(sql, (list(keys),)))
-    found: list[Any] = []
-    for part in chunks(keys):
-        marks = ", ".join("?" for _ in part)
-        found += conn.exec_driver_sql(
-            f"SELECT {columns} FROM {table} WHERE {key} IN ({marks})", tuple(part)
-        )
-    return found
-
-
 def _json_list(value: Any) -> list[Any]:
     if isinstance(value, str | bytes):
         value = orjson.loads(value)
     return value if isinstance(value, list) else []
+
+
+@dataclass(slots=True)
+class Change:
+    """What one group commit adds to one conversation."""
+
+    turns: int = 0
+    calls: int = 0
+    errors: int = 0
+    start_ns: int | None = None
+    end_ns: int | None = None
+    agents: set[str] = field(default_factory=set)
+
+    def span(self, start_ns: int, end_ns: int, agents: Iterable[str]) -> None:
+        """Account for one of the conversation's turns as it now stands."""
+        self.start_ns = start_ns if self.start_ns is None else min(self.start_ns, start_ns)
+        self.end_ns = end_ns if self.end_ns is None else max(self.end_ns, end_ns)
+        self.agents.update(agents)
 
 
 def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: float) -> None:
@@ -184,52 +180,60 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     infos = merge_traces(batches)
     if not infos:
         return
-    keys = list(infos)
     existing = {
         row.turn_key: row
         for row in lookup(conn, "turns", "turn_key", "id, turn_key, conversation_id, key_rank, "
-                          "start_ns, end_ns, agents, has_agent_root, root_span_id", keys)
+                          "start_ns, end_ns, agents, has_agent_root, root_span_id", list(infos))
     }
     # a trace already stored under a key at least as sure keeps it: a later request that
     # knows less (no key: the trace id) must not create a conversation of its own
     conv_ids = ensure_conversations(conn, [
         i for k, i in infos.items() if k not in existing or i.key_rank > existing[k].key_rank
     ], now)
-    touched: set[int] = set(conv_ids.values())
+    changes: dict[int, Change] = {cid: Change() for cid in conv_ids.values()}
+    recount: set[int] = set()  # conversations a re-keyed turn left or joined
     orphans: set[int] = set()
 
     new_turns = [  # in key order, so that concurrent writers lock in the same order
-        (conv_ids[i.conversation_key], i.turn_key, i.trace_id, i.start_ns, i.end_ns, i.key_rank,
-         i.has_agent_root, orjson.dumps(sorted(i.agents)).decode(), i.root_span_id)
+        {"conversation_id": conv_ids[i.conversation_key], "turn_key": i.turn_key,
+         "trace_id": i.trace_id, "start_ns": i.start_ns, "end_ns": i.end_ns,
+         "key_rank": i.key_rank, "has_agent_root": i.has_agent_root,
+         "agents": dumps(sorted(i.agents)), "root_span_id": i.root_span_id}
         for key, i in sorted(infos.items())
         if key not in existing
     ]
-    inserted = insert_turns(conn, new_turns) if new_turns else {}
+    turn_ids = insert_turns(conn, new_turns) if new_turns else {}
+    for _, cid in turn_ids.values():
+        changes.setdefault(cid, Change()).turns += 1
     turn_updates: list[dict[str, Any]] = []
     moved: list[dict[str, Any]] = []
     for key, row in existing.items():
         info = infos[key]
-        target = row.conversation_id
-        rank = row.key_rank
+        target, rank = row.conversation_id, row.key_rank
         if info.key_rank > row.key_rank:
             target, rank = conv_ids[info.conversation_key], info.key_rank
             if target != row.conversation_id:
                 orphans.add(row.conversation_id)
-                touched.add(row.conversation_id)
+                recount.update((row.conversation_id, target))
                 moved.append({"b_id": row.id, "b_conv": target})
-        agents = sorted(set(_json_list(row.agents)) | info.agents)
-        turn_updates.append(
-            {
-                "b_id": row.id,
-                "b_conv": target,
-                "b_rank": rank,
-                "b_start": min(row.start_ns, info.start_ns),
-                "b_end": max(row.end_ns, info.end_ns),
-                "b_root": row.has_agent_root or info.has_agent_root,
-                "b_agents": agents,
-                "b_span": row.root_span_id or info.root_span_id,
-            }
-        )
+        update_row = {
+            "b_id": row.id,
+            "b_conv": target,
+            "b_rank": rank,
+            "b_start": min(row.start_ns, info.start_ns),
+            "b_end": max(row.end_ns, info.end_ns),
+            "b_root": bool(row.has_agent_root or info.has_agent_root),
+            "b_agents": sorted(set(_json_list(row.agents)) | info.agents),
+            "b_span": row.root_span_id or info.root_span_id,
+        }
+        turn_ids[key] = (row.id, target)
+        changes.setdefault(target, Change()).span(
+            update_row["b_start"], update_row["b_end"], update_row["b_agents"])
+        if (target, rank, update_row["b_start"], update_row["b_end"], update_row["b_root"],
+                update_row["b_agents"], update_row["b_span"]) != (
+                row.conversation_id, row.key_rank, row.start_ns, row.end_ns,
+                bool(row.has_agent_root), _json_list(row.agents), row.root_span_id):
+            turn_updates.append(update_row)
     if turn_updates:
         turn_updates.sort(key=lambda u: u["b_id"])
         conn.execute(
@@ -254,114 +258,88 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
             .values(conversation_id=bindparam("b_conv")),
             moved,
         )
-    conv_of = {u["b_id"]: u["b_conv"] for u in turn_updates}
-    turn_ids = {key: (row.id, conv_of[row.id]) for key, row in existing.items()}
-    if new_turns:
-        turn_ids.update(inserted)
-        late = [key for key in keys if key not in turn_ids]  # SQLite, or another writer's
-        turn_ids.update((key, (tid, cid)) for key, tid, cid in lookup(
-            conn, "turns", "turn_key", "turn_key, id, conversation_id", late))
-    insert_calls(conn, batches, turn_ids)
-    touched |= {cid for _, cid in turn_ids.values()}
+    late = [key for key in infos if key not in turn_ids]  # inserted by another writer
+    turn_ids.update((key, (tid, cid)) for key, tid, cid in lookup(
+        conn, "turns", "turn_key", "turn_key, id, conversation_id", late))
     seen: dict[int, dict[str, Any]] = {}
-    for info in infos.values():
-        cid = turn_ids[info.turn_key][1]
+    for key, info in infos.items():
+        cid = turn_ids[key][1]
+        change = changes.setdefault(cid, Change())
+        if key not in existing:
+            change.span(info.start_ns, info.end_ns, info.agents)
         seen[cid] = {**info.attributes, **seen.get(cid, {})}
         if info.service:
             seen[cid].setdefault("service.name", info.service)
-    refresh_conversations(conn, touched, seen, now)
+    if not insert_calls(conn, batches, turn_ids, changes):
+        recount.update(changes)  # a span was skipped: which conversation's is not known
+    refresh_conversations(conn, set(changes), seen, now,
+                          {cid: c for cid, c in changes.items() if cid not in recount})
     drop_empty(conn, orphans)
 
 
-TURN_COLUMNS = ("conversation_id", "turn_key", "trace_id", "start_ns", "end_ns", "key_rank",
-                "has_agent_root", "agents", "root_span_id")
-PG_TURN_TYPES = ("bigint", "text", "text", "bigint", "bigint", "integer", "boolean", "jsonb",
-                 "text")
-
-
-def insert_turns(conn: Connection, rows: list[tuple[Any, ...]]) -> dict[str, tuple[int, int]]:
-    """Insert new turns (TURN_COLUMNS order), skipping any another writer just inserted.
-    PostgreSQL returns turn key → (id, conversation id) of the rows it inserted; SQLite {}."""
-    columns = ", ".join(TURN_COLUMNS)
-    if conn.dialect.name == "postgresql":
-        arrays = ", ".join(f"%s::{kind}[]" for kind in PG_TURN_TYPES)
-        return {key: (tid, cid) for key, tid, cid in conn.exec_driver_sql(
-            f"INSERT INTO turns ({columns}) SELECT * FROM unnest({arrays}) ON CONFLICT DO NOTHING "
-            "RETURNING turn_key, id, conversation_id",
-            tuple(list(col) for col in zip(*rows, strict=True)),
-        )}
-    marks = ", ".join("?" for _ in TURN_COLUMNS)
-    conn.exec_driver_sql(
-        f"INSERT INTO turns ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
-    )
-    return {}
+def insert_turns(
+    conn: Connection, rows: Sequence[dict[str, Any] | tuple[Any, ...]]
+) -> dict[str, tuple[int, int]]:
+    """Insert new turns (column → value, or tuples in TURN_COLUMNS order; JSON as text),
+    skipping any another writer just inserted: turn key → (id, conversation id) of the rows
+    inserted."""
+    named = [r if isinstance(r, dict) else dict(zip(TURN_COLUMNS, r, strict=True)) for r in rows]
+    return {key: (tid, cid) for key, tid, cid in _insert_returning(
+        conn, turns, named, "turn_key, id, conversation_id")}
 
 
 def insert_calls(
-    conn: Connection, batches: Sequence[PreparedBatch], turn_ids: dict[str, tuple[int, int]]
-) -> None:
-    """Bulk-insert every call row, skipping spans already stored."""
+    conn: Connection, batches: Sequence[PreparedBatch], turn_ids: dict[str, tuple[int, int]],
+    changes: dict[int, Change],
+) -> bool:
+    """Bulk-insert every call row, skipping spans already stored, and count the executed calls
+    and errors inserted into `changes`. False when spans were skipped but it is not known
+    which (SQLite): their conversations must be recounted."""
     rows: list[tuple[Any, ...]] = []
     for batch in batches:
         for row in batch.calls:
             tid, cid = turn_ids[row[0]]
             rows.append((cid, tid, *row))
     if not rows:
-        return
+        return True
     columns = ", ".join(CALL_COLUMNS)
     if conn.dialect.name == "postgresql":
         from psycopg.errors import UniqueViolation
 
         try:  # the common case, no span stored before: COPY straight into the table
             with conn.begin_nested():
-                copy_rows(conn, "tool_calls", rows)
-            return
+                copy_rows(conn, "tool_calls", CALL_COLUMNS, rows)
+            _count_calls(changes, ((r[0], r[2 + EXECUTED], r[2 + STATUS]) for r in rows))
+            return True
         except (IntegrityError, UniqueViolation):  # a resend: stage, then skip stored spans
             pass
-        types = ", ".join(f"{n} {k}" for n, k in zip(CALL_COLUMNS, PG_CALL_TYPES, strict=True))
+        types = ", ".join(f"{c.name} {pg_type(c)}" for c in tool_calls.c if c.name != "id")
         conn.exec_driver_sql(
             f"CREATE TEMP TABLE IF NOT EXISTS tooltrail_calls_in ({types}) ON COMMIT DELETE ROWS"
         )
-        copy_rows(conn, "tooltrail_calls_in", rows)
-        conn.exec_driver_sql(f"INSERT INTO tool_calls ({columns}) SELECT {columns} "
-                             "FROM tooltrail_calls_in ON CONFLICT DO NOTHING")
-        return
+        copy_rows(conn, "tooltrail_calls_in", CALL_COLUMNS, rows)
+        _count_calls(changes, conn.exec_driver_sql(
+            f"INSERT INTO tool_calls ({columns}) SELECT {columns} FROM tooltrail_calls_in "
+            "ON CONFLICT DO NOTHING RETURNING conversation_id, executed, status"))
+        return True
     marks = ", ".join("?" for _ in CALL_COLUMNS)
-    conn.exec_driver_sql(
+    inserted = conn.exec_driver_sql(
         f"INSERT INTO tool_calls ({columns}) VALUES ({marks}) ON CONFLICT DO NOTHING", rows
-    )
+    ).rowcount
+    if inserted != len(rows):
+        return False
+    _count_calls(changes, ((r[0], r[2 + EXECUTED], r[2 + STATUS]) for r in rows))
+    return True
 
 
-def copy_rows(conn: Connection, table: str, rows: list[tuple[Any, ...]]) -> None:
-    """COPY rows (CALL_COLUMNS order) into `table`."""
-    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    with cursor.copy(f"COPY {table} ({', '.join(CALL_COLUMNS)}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
-
-
-# One statement on PostgreSQL: the counts, times and agents of the touched conversations are
-# aggregated where the rows are, instead of shipped to Python (same results as the generic path;
-# agents sorted by code point, as Python sorts them). Newly seen attributes never overwrite.
-REFRESH_PG = """
-WITH seen AS (SELECT * FROM unnest(%(ids)s::bigint[], %(seen)s::jsonb[]) AS s(id, attributes)),
-t AS (SELECT conversation_id AS id, count(*) AS n, min(start_ns) AS lo, max(end_ns) AS hi
-      FROM turns WHERE conversation_id = ANY(%(ids)s) GROUP BY conversation_id),
-k AS (SELECT conversation_id AS id, count(*) AS n, count(*) FILTER (WHERE status = 'error') AS e
-      FROM tool_calls WHERE conversation_id = ANY(%(ids)s) AND executed
-      GROUP BY conversation_id),
-a AS (SELECT id, jsonb_agg(agent ORDER BY agent COLLATE "C") AS agents
-      FROM (SELECT DISTINCT conversation_id AS id, jsonb_array_elements_text(agents) AS agent
-            FROM turns WHERE conversation_id = ANY(%(ids)s)) AS d GROUP BY id)
-UPDATE conversations AS c SET
-    turn_count = coalesce(t.n, 0), start_ns = coalesce(t.lo, 0), end_ns = coalesce(t.hi, 0),
-    call_count = coalesce(k.n, 0), error_count = coalesce(k.e, 0), last_seen = %(now)s,
-    agents = coalesce(a.agents, '[]'::jsonb), change_seq = c.change_seq + 1,
-    attributes = seen.attributes || c.attributes,
-    service = coalesce(nullif(c.service, ''), (seen.attributes || c.attributes) ->> 'service.name')
-FROM seen LEFT JOIN t ON t.id = seen.id LEFT JOIN k ON k.id = seen.id LEFT JOIN a ON a.id = seen.id
-WHERE c.id = seen.id
-"""
+def _count_calls(changes: dict[int, Change], calls: Iterable[Any]) -> None:
+    """Count (conversation id, executed, status) of inserted calls: executions only, since a
+    request row and its execution are one call."""
+    for cid, executed, status in calls:
+        if executed:
+            change = changes[cid]
+            change.calls += 1
+            change.errors += status == "error"
 
 
 class ConversationsDeleted(Exception):
@@ -376,113 +354,106 @@ class ConversationsDeleted(Exception):
 
 
 def refresh_conversations(
-    conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float
+    conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float,
+    changes: dict[int, Change] | None = None,
 ) -> None:
-    """Recount, re-time and mark changed (for the worker) every touched conversation."""
+    """Bring the conversations `ids` up to date and mark them changed (for the worker): those
+    with an entry in `changes` incrementally (stored counts, times and agents plus the
+    change), the others recounted from their rows; newly `seen` attributes never overwrite."""
     if not ids:
         return
+    changes = changes or {}
     id_list = sorted(ids)
+    c, t = conversations.c, turns.c
+    explicit = t.turn_key.startswith(POSITION_PREFIX, autoescape=True)
+    query = (select(c.id, c.turn_count, c.call_count, c.error_count, c.start_ns, c.end_ns,
+                    c.agents, c.attributes, c.service,
+                    select(t.id).where(t.conversation_id == c.id, explicit).exists()
+                    .label("explicit"),
+                    select(t.id).where(t.conversation_id == c.id, ~explicit).exists()
+                    .label("traced"))
+             .where(among(conn, c.id, id_list)).order_by(c.id))
     if conn.dialect.name == "postgresql":
-        # Lock the conversations (in id order) before counting: a concurrent writer's rows are
-        # then committed and seen by the counts below (each statement takes a new snapshot).
-        # NO KEY UPDATE: two recounts exclude each other, but not the key-share locks that
+        # Lock the conversations (in id order) before reading them: a concurrent writer's
+        # additions, or its recount, are then committed and read; its later ones come after.
+        # NO KEY UPDATE: two refreshes exclude each other, but not the key-share locks that
         # inserting turns takes (turns' foreign key); FOR UPDATE would conflict with those,
         # and two groups that both added turns to one conversation would deadlock.
-        locked = conn.exec_driver_sql(
-            "SELECT id FROM conversations WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
-            (id_list,),
-        ).all()
-        if len(locked) < len(id_list):  # its calls would be left without their conversation
-            raise ConversationsDeleted(sorted(set(id_list) - {cid for (cid,) in locked}))
-        conn.exec_driver_sql(REFRESH_PG, {
-            "ids": id_list, "seen": [dumps(seen.get(cid, {})) for cid in id_list], "now": now,
-        })
-        recount_merged(conn, id_list)
-        return
-    stored: dict[int, tuple[dict[str, Any], str | None]] = {}
+        query = query.with_for_update(key_share=True, of=conversations)
+    stored = {row.id: row for row in conn.execute(query)}
+    if len(stored) < len(id_list):  # its calls would be left without their conversation
+        raise ConversationsDeleted(sorted(set(id_list) - set(stored)))
+    recount = [cid for cid in id_list if cid not in changes]
+    counted = _recounted(conn, recount) if recount else {}
+    rows = []
+    for cid in id_list:
+        old = stored[cid]
+        if cid in counted:
+            n_turns, n_calls, n_errors, lo, hi, agents = counted[cid]
+        else:
+            change = changes[cid]
+            n_turns = old.turn_count + change.turns
+            n_calls = old.call_count + change.calls
+            n_errors = old.error_count + change.errors
+            first = old.turn_count == 0  # its stored times are no turn's yet
+            lo = old.start_ns if change.start_ns is None else (
+                change.start_ns if first else min(old.start_ns, change.start_ns))
+            hi = old.end_ns if change.end_ns is None else (
+                change.end_ns if first else max(old.end_ns, change.end_ns))
+            agents = sorted(set(_json_list(old.agents)) | change.agents)
+        attributes = {**seen.get(cid, {}), **(old.attributes or {})}
+        rows.append({"id": cid, "turn_count": n_turns, "call_count": n_calls,
+                     "error_count": n_errors, "start_ns": lo, "end_ns": hi, "last_seen": now,
+                     "agents": dumps(agents), "attributes": dumps(attributes),
+                     "service": old.service or attributes.get("service.name")})
+    columns = list(rows[0])
+    sets = ", ".join(f"{name} = r.{name}" for name in columns if name != "id")
+    conn.exec_driver_sql(
+        f"UPDATE conversations SET {sets}, change_seq = conversations.change_seq + 1 "
+        f"FROM {json_rows(conn, conversations, columns)} WHERE conversations.id = r.id",
+        (dumps([list(r.values()) for r in rows]),),
+    )
+    recount_merged(conn, [cid for cid in id_list if stored[cid].explicit and stored[cid].traced])
+
+
+def _recounted(conn: Connection, ids: list[int]) -> dict[int, tuple[int, int, int, int, int,
+                                                                    list[str]]]:
+    """Conversation id → (turns, executed calls, errors, start, end, agents) from its rows."""
     turn_stats: dict[int, tuple[int, int, int]] = {}
     call_stats: dict[int, tuple[int, int]] = {}
     agents_by_conv: dict[int, set[str]] = {}
-    for part in chunks(id_list):
-        for cid, attributes, service in conn.execute(
-            select(conversations.c.id, conversations.c.attributes, conversations.c.service)
-            .where(conversations.c.id.in_(part))
-        ):
-            stored[cid] = (attributes or {}, service)
-        for cid, n, lo, hi in conn.execute(
-            select(turns.c.conversation_id, func.count(), func.min(turns.c.start_ns),
-                   func.max(turns.c.end_ns))
-            .where(turns.c.conversation_id.in_(part))
-            .group_by(turns.c.conversation_id)
-        ):
-            turn_stats[cid] = (n, lo, hi)
-        for cid, n, errors in conn.execute(
-            select(tool_calls.c.conversation_id, func.count(),
-                   func.sum((tool_calls.c.status == "error").cast(Integer)))
-            # executions only: a request row and its execution are one call
-            .where(tool_calls.c.conversation_id.in_(part), tool_calls.c.executed)
-            .group_by(tool_calls.c.conversation_id)
-        ):
-            call_stats[cid] = (n, errors or 0)
-        for cid, agents in conn.execute(
-            select(turns.c.conversation_id, turns.c.agents)
-            .where(turns.c.conversation_id.in_(part))
-        ):
-            agents_by_conv.setdefault(cid, set()).update(agents or [])
-    rows = []
-    for cid in id_list:
+    t, k = turns.c, tool_calls.c
+    for cid, n, lo, hi in conn.execute(
+        select(t.conversation_id, func.count(), func.min(t.start_ns), func.max(t.end_ns))
+        .where(among(conn, t.conversation_id, ids)).group_by(t.conversation_id)
+    ):
+        turn_stats[cid] = (n, lo, hi)
+    for cid, n, errors in conn.execute(
+        select(k.conversation_id, func.count(), func.sum((k.status == "error").cast(Integer)))
+        # executions only: a request row and its execution are one call
+        .where(among(conn, k.conversation_id, ids), k.executed).group_by(k.conversation_id)
+    ):
+        call_stats[cid] = (n, int(errors or 0))
+    for cid, agents in conn.execute(
+        select(t.conversation_id, t.agents).where(among(conn, t.conversation_id, ids))
+    ):
+        agents_by_conv.setdefault(cid, set()).update(_json_list(agents))
+    found = {}
+    for cid in ids:
         n_turns, lo, hi = turn_stats.get(cid, (0, 0, 0))
         n_calls, n_errors = call_stats.get(cid, (0, 0))
-        old_attributes, service = stored.get(cid, ({}, None))
-        attributes = {**seen.get(cid, {}), **old_attributes}
-        rows.append(
-            {
-                "b_attrs": attributes,
-                "b_service": service or attributes.get("service.name"),
-                "b_id": cid,
-                "b_turns": n_turns,
-                "b_calls": n_calls,
-                "b_errors": int(n_errors),
-                "b_start": lo or 0,
-                "b_end": hi or 0,
-                "b_now": now,
-                "b_agents": sorted(agents_by_conv.get(cid, set())),
-            }
-        )
-    conn.execute(
-        update(conversations)
-        .where(conversations.c.id == bindparam("b_id"))
-        .values(
-            turn_count=bindparam("b_turns"),
-            call_count=bindparam("b_calls"),
-            error_count=bindparam("b_errors"),
-            start_ns=bindparam("b_start"),
-            end_ns=bindparam("b_end"),
-            last_seen=bindparam("b_now"),
-            agents=bindparam("b_agents"),
-            change_seq=conversations.c.change_seq + 1,
-            attributes=bindparam("b_attrs"),
-            service=bindparam("b_service"),
-        ),
-        rows,
-    )
-    recount_merged(conn, id_list)
+        found[cid] = (n_turns, n_calls, n_errors, lo or 0, hi or 0,
+                      sorted(agents_by_conv.get(cid, set())))
+    return found
 
 
-def recount_merged(conn: Connection, ids: Sequence[int]) -> None:
+def recount_merged(conn: Connection, mixed: Sequence[int]) -> None:
     """Count conversations that have explicit (positional) and traced turns as they are read:
     explicit calls merge into the traced turn at their position at read time
     (collector.capture.merge), so the row counts above count a merged call, and a merged turn,
     twice. Their counts come from the reader REST uses (each merged turn once, each executed
     call once). Conversations with turns of one kind only merge nothing: they keep the row
     counts, which are the same thing (and cost no read of their calls)."""
-    explicit = case((turns.c.turn_key.startswith(POSITION_PREFIX, autoescape=True), 1), else_=0)
-    mixed: list[int] = []
-    for part in chunks(ids):
-        mixed.extend(cid for (cid,) in conn.execute(
-            select(turns.c.conversation_id).where(turns.c.conversation_id.in_(part))
-            .group_by(turns.c.conversation_id)
-            .having(func.max(explicit) == 1, func.min(explicit) == 0)))
     rows = []
     for cid in sorted(mixed):
         shown = conversation_turns(conn, cid)
@@ -503,12 +474,11 @@ def drop_empty(conn: Connection, ids: set[int]) -> None:
     if not ids:
         return
     has_turn = select(turns.c.id).where(turns.c.conversation_id == conversations.c.id).exists()
-    for part in chunks(sorted(ids)):
-        gone = [cid for (cid,) in conn.execute(
-            delete(conversations).where(conversations.c.id.in_(part), ~has_turn)
-            .returning(conversations.c.id))]
-        if gone:  # none expected (their turns' calls moved with the turns); no foreign key
-            conn.execute(delete(tool_calls).where(tool_calls.c.conversation_id.in_(gone)))
+    gone = [cid for (cid,) in conn.execute(
+        delete(conversations).where(among(conn, conversations.c.id, sorted(ids)), ~has_turn)
+        .returning(conversations.c.id))]
+    if gone:  # none expected (their turns' calls moved with the turns); no foreign key
+        conn.execute(delete(tool_calls).where(among(conn, tool_calls.c.conversation_id, gone)))
 
 
 def record_ingest_errors(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:

@@ -19,12 +19,12 @@ from sqlalchemy import Connection, delete, func, select
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
 from collector.production.evaluation import Verdict
+from collector.store.bulk import among
 from collector.store.persist import insert_ignore
 from collector.store.scoring import (
     NOT_EXECUTED,
     ConversationFacts,
     Scored,
-    among,
     scope_key,
     trajectories,
 )
@@ -73,16 +73,11 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
     for kept in fresh:
         deltas.setdefault(kept.key, Counts()).add(kept.signal)
     old_ids = [k.turn_id for k in old]
-    for part in _parts(old_ids):
-        conn.execute(delete(signal_turns).where(among(conn, signal_turns.c.turn_id, part)))
+    if old_ids:
+        conn.execute(delete(signal_turns).where(among(conn, signal_turns.c.turn_id, old_ids)))
     if fresh:
         conn.execute(signal_turns.insert(), [_turn_row(k) for k in fresh])
     _apply(conn, {k: d for k, d in deltas.items() if _changes(d)})
-
-
-def _parts(ids: Sequence[int], size: int = 900) -> Iterable[Sequence[int]]:
-    for start in range(0, len(ids), size):
-        yield ids[start : start + size]
 
 
 def _changes(delta: Counts) -> bool:
@@ -140,7 +135,8 @@ def _kept(conn: Connection, ids: list[int], turn_ids: list[int]) -> list[KeptTur
     s = signal_turns.c
     found: dict[int, KeptTurn] = {}
     wheres = [among(conn, s.conversation_id, ids)]
-    wheres += [among(conn, s.turn_id, part) for part in _parts(turn_ids)]
+    if turn_ids:
+        wheres.append(among(conn, s.turn_id, turn_ids))
     for where in wheres:
         for row in conn.execute(select(signal_turns).where(where)):
             found[row.turn_id] = KeptTurn(

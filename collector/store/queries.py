@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from collector.capture.merge import merged_rows
 from collector.extract.otlp import clean_text
 from collector.extract.reconcile import reconcile_rows
+from collector.store.bulk import among
 from collector.store.jobs import create_job
 from collector.store.tables import (
     conversations,
@@ -103,7 +104,7 @@ def current_verdicts(
     r = results.c
     rows = conn.execute(
         select(r.conversation_id, r.expectation, r.passed)
-        .where(r.conversation_id.in_(list(conversation_ids)), counts())
+        .where(among(conn, r.conversation_id, conversation_ids), counts())
         .order_by(r.conversation_id, r.expectation)
     )
     return [(cid, slug, bool(passed)) for cid, slug, passed in rows]

@@ -7,12 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
-    ColumnElement,
     Connection,
     Select,
     and_,
-    any_,
     bindparam,
     func,
     or_,
@@ -20,12 +17,11 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 
 from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
 from collector.extract.reconcile import Placed, place, settle
 from collector.model import ToolCall
-from collector.store.bulk import insert_rows
+from collector.store.bulk import among, insert_rows
 from collector.store.tables import (
     conversations,
     expectations,
@@ -36,17 +32,6 @@ from collector.store.tables import (
 )
 from collector.store.verdicts import active_versions
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation
-
-
-def among(conn: Connection, column: ColumnElement[Any], ids: Iterable[int]) -> ColumnElement[bool]:
-    """`column IN ids`; on PostgreSQL `column = ANY(:array)`, one bound array whose statement
-    text is the same for any number of ids (cheaper than a long IN list: README, "Measured")."""
-    if conn.dialect.name == "postgresql":
-        return column == any_(bindparam(None, list(ids), type_=ARRAY(BigInteger())))
-    return column.in_(list(ids))
-
-
-SUPERSEDE_PER_STATEMENT = 10_000  # result ids per UPDATE (SQLite allows 32,766 parameters)
 
 # A call the model requested that never ran (approval denied, turn limit) is scored as called,
 # but failed: `error: false` specs and `require_no_errors` catch it.
@@ -392,9 +377,9 @@ def store_results(
     superseded = sorted(
         rid for (cid, slug, _, _), rids in current.items() if (cid, slug) in again for rid in rids
     )
-    for start in range(0, len(superseded), SUPERSEDE_PER_STATEMENT):
-        part = superseded[start : start + SUPERSEDE_PER_STATEMENT]
-        conn.execute(update(results).where(among(conn, results.c.id, part)).values(current=False))
+    if superseded:
+        conn.execute(
+            update(results).where(among(conn, results.c.id, superseded)).values(current=False))
     rows: list[dict[str, Any]] = []
     tool_rows: list[dict[str, Any]] = []
     for s in scored:
