@@ -131,11 +131,16 @@ def run_pipeline(
     request, refused = pipeline.decode(body, media, encoding, pipeline.limit, signal)
     size = request.ByteSize()
     batch, records = READERS[signal].read(request, pipeline.options)
-    if refused:  # spans the decoder had to drop (invalid UTF-8) count as rejected
-        batch = replace(batch, rejected=(*refused, *batch.rejected),
-                        span_count=batch.span_count + len(refused))
-        records += len(refused)
-    return pipeline.prepare(batch), size, records
+    return pipeline.prepare(with_refused(batch, refused)), size, records + len(refused)
+
+
+def with_refused(batch: Batch, refused: Sequence[RejectedSpan]) -> Batch:
+    """The batch with the records its decoder had to drop (invalid UTF-8, a span JSON that
+    does not map) counted as received and rejected."""
+    if not refused:
+        return batch
+    return replace(batch, rejected=(*refused, *batch.rejected),
+                   span_count=batch.span_count + len(refused))
 
 
 def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
