@@ -155,6 +155,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from collector.api.app import create_app
     from collector.auth import ApiKeys
+    from collector.service import Service
     from collector.store.db import migrate
 
     try:  # read before anything starts: a bad keys file is one line, not create_app's traceback
@@ -182,7 +183,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     except PortInUse as exc:
         log.error("%s", exc)
         return 2
-    app = create_app(settings)
+    service = Service.build(settings)
+    app = create_app(settings, service)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -198,7 +200,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     async def run() -> int:
         try:
-            app.state.grpc_receiver.bind()
+            service.grpc_receiver.bind()
         except PortInUse as exc:
             http_socket.close()
             log.error("%s", exc)
@@ -213,7 +215,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
                 settings.host,
                 http_port,
                 settings.host,
-                app.state.grpc_port,
+                service.grpc_receiver.port,
                 _safe_url(settings.database_url),
                 "on" if settings.worker else "off",
             )
