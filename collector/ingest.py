@@ -74,7 +74,8 @@ class Ticket(Protocol):
 
 
 class BatchSink(Protocol):
-    """Where ingest sends batches: the writer, or an in-memory sink in tests."""
+    """Where ingest sends batches: the writer (collector.store.writer), or in tests
+    collector.memory_sink.MemorySink."""
 
     def admit(self, size: int) -> Ticket: ...
 
