@@ -3,8 +3,9 @@
 A receiver first asks for admission (`admit`, before it reads a large body): the sink refuses
 with a retryable `Overloaded` when the bytes already admitted would overflow its budget. The
 body then goes through the pipeline (decode → extract → prepare rows) — inline for small
-bodies, in worker processes for large ones, since extraction is pure Python and the service
-has more than one core — and the prepared batch is written; the answer is given after commit.
+bodies, in a process pool (collector.processes) for large ones, since extraction is pure
+Python and the service has more than one core — and the prepared batch is written; the
+answer is given after commit.
 Every OTLP signal takes this path; what differs per signal is its reader (`READERS`): traces
 are extracted into tool calls, logs and metrics are validated and counted (collector.signals).
 """

@@ -19,7 +19,7 @@ from collector.errors import Overloaded
 from collector.extract import ExtractOptions
 from collector.ingest import Offload, Pipeline
 from collector.metrics import Metrics
-from collector.processes import ChildDied, ProcessPool
+from collector.processes import ChildDied, DeadlineChildren, OverDeadline, ProcessPool
 from collector.store.rows import prepare
 
 
@@ -29,6 +29,33 @@ def pid() -> int:
 
 def die(*_: Any) -> Any:
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def boom() -> None:
+    raise ValueError("bad input")
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def test_deadline_children_reuse_a_child_and_kill_one_past_its_deadline() -> None:
+    children = DeadlineChildren(1, "test")
+    try:
+        first = children.call(30.0, pid)
+        assert first != os.getpid() and children.call(30.0, pid) == first  # kept idle
+        with pytest.raises(ValueError, match="bad input"):  # raised as if it ran here
+            children.call(30.0, boom)
+        assert children.call(30.0, pid) == first
+        with pytest.raises(OverDeadline):
+            children.call(0.05, spin)
+        assert not alive(first)
+        with pytest.raises(ChildDied):
+            children.call(30.0, die)
+        assert children.call(30.0, pid) not in (first, os.getpid())
+    finally:
+        children.close()
 
 
 def test_a_call_runs_in_a_child_and_a_dead_child_is_replaced() -> None:
