@@ -1,9 +1,11 @@
 """The composition root of `tooltrail serve`: the long-lived parts (store engines, writer,
-ingest pipeline and its process pool, gRPC receiver, embedded worker), built once from the
+ingest pipeline and its process pool, gRPC receiver, embedded worker, the children `/score`
+matches in), built once from the
 Settings and run together; collector.api.app serves them over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from collector.extract import ExtractOptions
 from collector.governance.redaction import load_policy
 from collector.ingest import Ingest, Offload, Pipeline
 from collector.metrics import Metrics
+from collector.processes import DeadlineChildren
 from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
 from collector.store.db import WalCheckpointer, make_engine
@@ -26,6 +29,8 @@ from collector.store.rows import prepare
 from collector.store.writer import Writer
 from collector.worker import Worker, WorkerConfig
 from collector.worker_process import WorkerProcess
+
+SCORING_CHILDREN = 2  # /score requests matched at once; more wait for a child
 
 
 def embedded_worker(settings: Settings, engine: Engine, metrics: Metrics) -> Worker | WorkerProcess:
@@ -52,6 +57,7 @@ class Service:
     keys: ApiKeys
     grpc_receiver: GrpcReceiver
     worker: Worker | WorkerProcess | None
+    scorers: DeadlineChildren  # POST /api/v1/score matches in these, under its time budget
 
     @classmethod
     def build(cls, settings: Settings) -> Service:
@@ -106,6 +112,7 @@ class Service:
             keys=keys,
             grpc_receiver=grpc_receiver,
             worker=embedded_worker(settings, engine, metrics) if settings.worker else None,
+            scorers=DeadlineChildren(SCORING_CHILDREN, "score"),  # started when first used
         )
 
     @asynccontextmanager
@@ -120,5 +127,6 @@ class Service:
             if self.worker is not None:
                 await stack.enter_async_context(self.worker)
             yield self
+        await asyncio.to_thread(self.scorers.close)
         self.engine.dispose()
         self.read_engine.dispose()

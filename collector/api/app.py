@@ -55,6 +55,7 @@ def create_app(settings: Settings, service: Service | None = None) -> FastAPI:
         metrics=service.metrics,
         wake_worker=worker.wake if worker is not None else None,
         read_engine=service.read_engine,
+        scorers=service.scorers,
     )
     errors.install(app)
     openapi.install(app)

@@ -21,6 +21,7 @@ from collector.api.routes.score import (
     within_budget,
 )
 from collector.config import Settings
+from collector.processes import DeadlineChildren
 from tests.server import Server, running_server
 
 
@@ -91,9 +92,13 @@ def quick() -> int:
 
 
 def test_time_budget_interrupts_python_work_and_only_it() -> None:
-    with pytest.raises(OverBudget):
-        within_budget(0.05, spin)
-    total = within_budget(10.0, quick)  # finished in time: nothing is raised, then or later
+    children = DeadlineChildren(1, "test")
+    try:
+        with pytest.raises(OverBudget):
+            within_budget(children, 0.05, spin)
+        total = within_budget(children, 10.0, quick)  # in time: nothing raised, then or later
+    finally:
+        children.close()
     for _ in range(200_000):  # nothing of the killed call can land here: it ran elsewhere
         total += 1
     assert total == 499500 + 200_000

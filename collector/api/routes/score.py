@@ -10,7 +10,6 @@ predict (matching is not linear in them).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
+from collector.api.deps import State
 from collector.api.errors import ApiError
 from collector.api.routes.expectations import parse
 from collector.api.schemas import ErrorBody, ResultOut
@@ -36,31 +36,16 @@ MAX_SCORE_SECONDS = 2.0  # wall time one request may spend matching
 T = TypeVar("T")
 
 
-SCORING_CHILDREN = 2  # /score requests matched at once; more wait for a child
-
-
 class OverBudget(Exception):
     """Scoring ran past its time budget (its child process was killed)."""
 
 
-_children: DeadlineChildren | None = None
-_children_lock = threading.Lock()
-
-
-def children() -> DeadlineChildren:
-    """The children that match /score requests, started with the first request."""
-    global _children
-    with _children_lock:
-        if _children is None:
-            _children = DeadlineChildren(SCORING_CHILDREN, "score")
-        return _children
-
-
-def within_budget(seconds: float, fn: Callable[..., T], *args: Any) -> T:
-    """fn(*args) in a child process, killed at `seconds` (matching is pure Python and C: only
+def within_budget(children: DeadlineChildren, seconds: float, fn: Callable[..., T],
+                  *args: Any) -> T:
+    """fn(*args) in one of `children`, killed at `seconds` (matching is pure Python and C: only
     a process boundary stops both without leaving this process's state half-updated)."""
     try:
-        return children().call(seconds, fn, *args)
+        return children.call(seconds, fn, *args)
     except OverDeadline as exc:
         raise OverBudget(str(exc)) from exc
 
@@ -129,7 +114,7 @@ class ScoreOut(ResultOut):
 
 
 @router.post("/score", response_model=ScoreOut)
-def score_calls(body: ScoreIn) -> ScoreOut:
+def score_calls(body: ScoreIn, app: State) -> ScoreOut:
     """Score calls against an expectation without storing anything."""
     if (body.calls is None) == (body.turns is None):
         raise ApiError(400, "give either `calls` or `turns`")
@@ -148,8 +133,11 @@ def score_calls(body: ScoreIn) -> ScoreOut:
         trajectory_from_json(payload)
     except InvalidTrajectory as exc:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    if app.scorers is None:
+        raise ApiError(503, "this server does not score requests")
     try:
-        scored = within_budget(MAX_SCORE_SECONDS, score_json, body.expectation, payload)
+        scored = within_budget(app.scorers, MAX_SCORE_SECONDS, score_json, body.expectation,
+                               payload)
     except OverBudget as exc:
         raise ApiError(422, f"scoring took more than its budget of {MAX_SCORE_SECONDS} s: "
                        "send fewer calls or expected calls",
