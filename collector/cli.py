@@ -155,6 +155,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from collector.api.app import create_app
     from collector.auth import ApiKeys
+    from collector.service import Service
     from collector.store.db import migrate
 
     try:  # read before anything starts: a bad keys file is one line, not create_app's traceback
@@ -182,7 +183,8 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     except PortInUse as exc:
         log.error("%s", exc)
         return 2
-    app = create_app(settings)
+    service = Service.build(settings)
+    app = create_app(settings, service)
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -198,7 +200,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     async def run() -> int:
         try:
-            app.state.grpc_receiver.bind()
+            service.grpc_receiver.bind()
         except PortInUse as exc:
             http_socket.close()
             log.error("%s", exc)
@@ -213,7 +215,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
                 settings.host,
                 http_port,
                 settings.host,
-                app.state.grpc_port,
+                service.grpc_receiver.port,
                 _safe_url(settings.database_url),
                 "on" if settings.worker else "off",
             )
@@ -327,6 +329,54 @@ def missing_module_hint(module: str) -> str:
     return f"needs the module {module}, which is not installed"
 
 
+def add_extract_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "What each span of FILE contributed (or why not), and the resulting trajectory; or a "
+        "stored conversation (--database-url URL --conversation KEY). FILE is read as "
+        "`tooltrail check` reads it: OTLP/protobuf, OTLP/JSON, JSON Lines of OTLP/JSON "
+        "requests, or ADK session events (JSON Lines, a JSON array, kagent rows); gzip ok.")
+    parser.add_argument("file", nargs="?", help="an OTLP or ADK events file (.gz ok)")
+    parser.add_argument("--database-url", help="read a stored conversation instead of a file")
+    parser.add_argument("--conversation", help="the stored conversation's key (with FILE: the "
+                        "key of ADK events that carry no session id; default the file's name)")
+    parser.add_argument("--summary", action="store_true",
+                        help="one line per span, then trajectory")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
+                        help="an extra attribute key carrying the conversation id (repeatable)")
+    parser.add_argument("--keep-plumbing", action="store_true",
+                        help="keep framework plumbing calls")
+
+
+def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
+    """`tooltrail extract`: the report of collector.extract_report, as text or JSON."""
+    import json
+    from pathlib import Path
+
+    from collector import extract_report
+    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+
+    try:
+        if args.file and not args.database_url:
+            options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
+                                     keep_plumbing=args.keep_plumbing)
+            report = extract_report.file_report(Path(args.file), options, args.conversation)
+        elif args.database_url and args.conversation and not args.file:
+            report = extract_report.stored_report(args.database_url, args.conversation)
+        else:
+            print("tooltrail extract: give FILE, or --database-url URL --conversation KEY",
+                  file=sys.stderr)
+            return 2
+    except (OSError, ValueError, LookupError) as exc:
+        print(f"tooltrail extract: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print("\n".join(extract_report.render(report, summary=args.summary)))
+    return 0
+
+
 def registry() -> Registry:
     """The subcommands and bench targets, EXTENSIONS included."""
     return REGISTRY.extend(EXTENSIONS)
@@ -352,8 +402,10 @@ REGISTRY.add_bench("ingest", "collector.bench.ingest")
 REGISTRY.add_bench("scoring", "collector.bench.scoring")
 REGISTRY.add_bench("ui", "collector.bench.ui")
 REGISTRY.add_bench("capture", "collector.bench.capture")
-REGISTRY.add(Program("extract", "show what each span (or event) contributed, and why not",
-                     "collector.extract_report:main"))
+REGISTRY.add(Command(
+    "extract", "show what each span (or event) contributed, and why not", cmd_extract,
+    arguments=add_extract_arguments,
+))
 
 
 def build_parser(registry: Registry) -> argparse.ArgumentParser:

@@ -1,131 +1,67 @@
-"""`tooltrail extract`: what each span contributed (or why not), and the resulting trajectory.
+"""What `tooltrail extract` reports: what each span contributed (or why not), and the resulting
+trajectory; pure rendering of that report as text. The command itself is in collector.cli.
 
-    tooltrail extract FILE [--summary] [--json]        an OTLP/JSON or OTLP/protobuf request,
-                                                       or ADK session events (JSON Lines,
-                                                       a JSON array, kagent rows)
-    tooltrail extract --database-url URL --conversation KEY [--summary] [--json]
-
-A file is extracted exactly as the receivers would (same options); a stored conversation shows
-its stored rows (tool executions and model requests) and what reconciliation made of them.
+A file is read as `tooltrail check` reads it (collector.suites.inputs: OTLP/protobuf, OTLP/JSON,
+JSON Lines of OTLP/JSON requests, ADK session events; gzip ok), decoded by the receivers'
+decoder and extracted with the receivers' options; a stored conversation shows its stored rows
+(tool executions and model requests, collector.store.extraction) and what reconciliation made
+of them.
 """
 
 from __future__ import annotations
 
-import argparse
-import base64
-import contextlib
-import gzip
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
 from collector.capture import adk_events
-from collector.clihelp import HelpFormatter
-from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions, analyze, reconcile
+from collector.extract import ExtractOptions, analyze, reconcile
 from collector.extract.analyze import SpanNote, describe
 from collector.extract.approvals import UNEXECUTED
 from collector.extract.keys import key_report, render_keys
-from collector.extract.reconcile import place, settle
+from collector.extract.reconcile import call_from_row, place, settle
+from collector.ingest import with_refused
 from collector.model import Batch, ToolCall
+from collector.suites import inputs
 
 WIDTH = 120
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tooltrail extract", description=__doc__,
-                                formatter_class=HelpFormatter)
-    p.add_argument("file", nargs="?", help="OTLP request: .json (OTLP/JSON) or protobuf (.gz ok)")
-    p.add_argument("--database-url", help="read a stored conversation instead of a file")
-    p.add_argument("--conversation", help="the stored conversation's key (with FILE: the key "
-                   "of ADK events that carry no session id; default the file's name)")
-    p.add_argument("--summary", action="store_true", help="one line per span, then trajectory")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
-                   help="an extra attribute key carrying the conversation id (repeatable)")
-    p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")
-    return p
+def read_request(path: Path) -> inputs.Decoded:
+    """The OTLP trace request of a file, with the spans its decoding refused, decoded as a
+    receiver would; raises ValueError (InputError, InvalidPayload, PayloadTooLarge) or OSError."""
+    return _otlp(path, *inputs.load(str(path)))
 
 
-def main(argv: list[str]) -> int:
-    """Entry point (wired in collector.cli); returns the exit code."""
-    args = parser().parse_args(argv)
-    try:
-        if args.file and not args.database_url:
-            options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
-                                     keep_plumbing=args.keep_plumbing)
-            report = file_report(Path(args.file), options, args.conversation)
-        elif args.database_url and args.conversation and not args.file:
-            report = stored_report(args.database_url, args.conversation)
-        else:
-            print("tooltrail extract: give FILE, or --database-url URL --conversation KEY",
-                  file=sys.stderr)
-            return 2
-    except (OSError, ValueError, LookupError) as exc:
-        print(f"tooltrail extract: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report, indent=2, default=str))
-    else:
-        print("\n".join(render(report, summary=args.summary)))
-    return 0
-
-
-ID_KEYS = ("traceId", "spanId", "parentSpanId")
-
-
-def read_request(path: Path) -> ExportTraceServiceRequest:
-    """An ExportTraceServiceRequest from a file of OTLP/JSON or OTLP/protobuf (gzip ok)."""
-    body = path.read_bytes()
-    if body[:2] == b"\x1f\x8b":
-        body = gzip.decompress(body)
-    request = ExportTraceServiceRequest()
-    try:
-        if body.lstrip()[:1] == b"{":
-            json_format.ParseDict(_hex_ids_to_base64(json.loads(body)), request,
-                                  ignore_unknown_fields=True)
-        else:
-            request.ParseFromString(body)
-    except (ValueError, DecodeError, json_format.ParseError) as exc:
-        raise ValueError(f"{path}: not an OTLP/JSON or OTLP/protobuf trace request: {exc}") from exc
-    return request
-
-
-def _hex_ids_to_base64(value: Any) -> Any:
-    """OTLP/JSON writes ids as hex; protobuf's JSON mapping wants base64."""
-    if isinstance(value, list):
-        return [_hex_ids_to_base64(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    out = {}
-    for key, item in value.items():
-        if key in ID_KEYS and isinstance(item, str) and item:
-            with contextlib.suppress(ValueError):  # else it is base64 already
-                item = base64.b64encode(bytes.fromhex(item)).decode()
-        out[key] = _hex_ids_to_base64(item)
-    return out
+def _otlp(path: Path, fmt: str, data: bytes) -> inputs.Decoded:
+    """The requests of a file as one (a trace may span several lines of JSON Lines)."""
+    if fmt not in inputs.OTLP_REQUESTS:
+        raise inputs.InputError(f"{path}: {fmt} carries no spans: `tooltrail check` reads it")
+    decoded = inputs.OTLP_REQUESTS[fmt](data)
+    request, refused = next(decoded)
+    for more, more_refused in decoded:
+        request.MergeFrom(more)  # appends its resource_spans
+        refused = [*refused, *more_refused]
+    return request, refused
 
 
 def file_report(
     path: Path, options: ExtractOptions, conversation: str | None = None
 ) -> dict[str, Any]:
-    """Extract a file span by span (ADK events: event by event), then reconcile each turn."""
-    body = path.read_bytes()
-    if adk_events.looks_like_events(body):
-        reading = adk_events.read_events(body, conversation=conversation, fallback=path.stem,
+    """Extract a file span by span (ADK events: event by event), then reconcile each turn.
+    The requests of a JSON Lines file are read as one (a trace may span several lines)."""
+    fmt, data = inputs.load(str(path))
+    if fmt == "adk-events":
+        reading = adk_events.read_events(data, conversation=conversation, fallback=path.stem,
                                          options=options)
         return {"source": str(path), "format": "adk_events", "event_count": len(reading.events),
                 "events": adk_events.notes_as_rows(reading.events),
                 "closing": reading.closing_line(),
                 "conversations": trajectory(reading.batch, {})}
-    request = read_request(path)
+    request, refused = _otlp(path, fmt, data)
     analysis = analyze(request, options, explain=True)
-    batch = analysis.batch
+    batch = with_refused(analysis.batch, refused)
     fates: dict[str, str] = {}
     conversations = trajectory(batch, fates)
     notes = {n.span_id: n for n in analysis.spans}
@@ -169,26 +105,10 @@ def trajectory(batch: Batch, fates: dict[str, str]) -> list[dict[str, Any]]:
 
 def stored_report(url: str, key: str) -> dict[str, Any]:
     """A stored conversation: its rows, what reconciliation made of each, and its trajectory."""
-    from sqlalchemy import select
+    from collector.store.extraction import stored_conversation
 
-    from collector.extract.reconcile import call_from_row
-    from collector.store import queries
-    from collector.store.db import make_engine
-    from collector.store.tables import tool_calls
-
-    engine = make_engine(url)
-    try:
-        with engine.connect() as conn:
-            conversation = queries.get_conversation(conn, key)
-            if conversation is None:
-                raise LookupError(f"no conversation {key!r} in the store")
-            turns = queries.conversation_turns(conn, conversation["id"])
-            rows = conn.execute(
-                select(tool_calls).where(tool_calls.c.conversation_id == conversation["id"])
-                .order_by(tool_calls.c.start_ns, tool_calls.c.span_id)
-            ).all()
-    finally:
-        engine.dispose()
+    held = stored_conversation(url, key)
+    rows, turns = held.rows, held.turns
     fates: dict[str, str] = {}
     stored = [call_from_row(r._mapping) for r in rows]
     by_turn: dict[Any, list[ToolCall]] = {}
@@ -305,6 +225,3 @@ def render_conversations(report: dict[str, Any], *, summary: bool) -> list[str]:
                 lines.append(text if not summary else text[:WIDTH * 2])
     return lines
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

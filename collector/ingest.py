@@ -3,26 +3,19 @@
 A receiver first asks for admission (`admit`, before it reads a large body): the sink refuses
 with a retryable `Overloaded` when the bytes already admitted would overflow its budget. The
 body then goes through the pipeline (decode → extract → prepare rows) — inline for small
-bodies, in worker processes for large ones, since extraction is pure Python and the service
-has more than one core — and the prepared batch is written; the answer is given after commit.
+bodies, in a process pool (collector.processes) for large ones, since extraction is pure
+Python and the service has more than one core — and the prepared batch is written; the
+answer is given after commit.
 Every OTLP signal takes this path; what differs per signal is its reader (`READERS`): traces
 are extracted into tool calls, logs and metrics are validated and counted (collector.signals).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import ctypes
 import logging
-import multiprocessing
-import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Protocol
@@ -34,7 +27,9 @@ from collector.extract import ExtractOptions, extract
 from collector.extract.analyze import lossy_counts
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
+from collector.processes import ChildDied, ProcessPool
 from collector.signals import read_logs, read_metrics
+from collector.trace_requests import split_by_trace, walk
 
 log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input
@@ -80,7 +75,8 @@ class Ticket(Protocol):
 
 
 class BatchSink(Protocol):
-    """Where ingest sends batches: the writer, or an in-memory sink in tests."""
+    """Where ingest sends batches: the writer (collector.store.writer), or in tests
+    collector.memory_sink.MemorySink."""
 
     def admit(self, size: int) -> Ticket: ...
 
@@ -131,11 +127,16 @@ def run_pipeline(
     request, refused = pipeline.decode(body, media, encoding, pipeline.limit, signal)
     size = request.ByteSize()
     batch, records = READERS[signal].read(request, pipeline.options)
-    if refused:  # spans the decoder had to drop (invalid UTF-8) count as rejected
-        batch = replace(batch, rejected=(*refused, *batch.rejected),
-                        span_count=batch.span_count + len(refused))
-        records += len(refused)
-    return pipeline.prepare(batch), size, records
+    return pipeline.prepare(with_refused(batch, refused)), size, records + len(refused)
+
+
+def with_refused(batch: Batch, refused: Sequence[RejectedSpan]) -> Batch:
+    """The batch with the records its decoder had to drop (invalid UTF-8, a span JSON that
+    does not map) counted as received and rejected."""
+    if not refused:
+        return batch
+    return replace(batch, rejected=(*refused, *batch.rejected),
+                   span_count=batch.span_count + len(refused))
 
 
 def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
@@ -156,7 +157,7 @@ def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) 
             batch = extract(part, options)
         except Exception as exc:
             reason = f"could not extract the span's trace: {type(exc).__name__}: {exc}"[:500]
-            spans = [s for rs in part.resource_spans for ss in rs.scope_spans for s in ss.spans]
+            spans = [span for _, _, span in walk(part)]
             rejected += [RejectedSpan(s.trace_id.hex(), s.span_id.hex(), s.name[:200], reason)
                          for s in spans]
             count += len(spans)
@@ -171,53 +172,8 @@ def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) 
                  lossy_counts(lossy))
 
 
-def split_by_trace(request: ExportTraceServiceRequest) -> list[ExportTraceServiceRequest]:
-    """One request per trace id, each keeping its spans' resources and scopes."""
-    parts: dict[bytes, ExportTraceServiceRequest] = {}
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                part = parts.get(span.trace_id)
-                if part is None:
-                    part = parts[span.trace_id] = ExportTraceServiceRequest()
-                if (not part.resource_spans
-                        or part.resource_spans[-1].resource != rs.resource):
-                    target_rs = part.resource_spans.add()
-                    target_rs.resource.CopyFrom(rs.resource)
-                    target_rs.schema_url = rs.schema_url
-                target_rs = part.resource_spans[-1]
-                if not target_rs.scope_spans or target_rs.scope_spans[-1].scope != ss.scope:
-                    target_ss = target_rs.scope_spans.add()
-                    target_ss.scope.CopyFrom(ss.scope)
-                target_rs.scope_spans[-1].spans.append(span)
-    return list(parts.values())
-
-
-def _worker_init() -> None:
-    """A worker ignores Ctrl-C (its parent stops it) and dies with its parent, even when the
-    parent is SIGKILLed: an orphan would hold the parent's stderr and a core open."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    parent = os.getppid()
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent:
-        os._exit(0)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
-
-
-def _warm() -> None:
-    """Imports are done at process start; this only proves the worker is up."""
-
-
 class Offload:
-    """Runs the pipeline inline for small bodies and in worker processes for large ones."""
+    """Runs the pipeline inline for small bodies and in a process pool for large ones."""
 
     def __init__(self, pipeline: Pipeline, processes: int, inline_bytes: int,
                  metrics: Metrics | None = None) -> None:
@@ -225,50 +181,36 @@ class Offload:
         self.processes = processes
         self.inline_bytes = inline_bytes
         self.metrics = metrics
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool = ProcessPool(processes, "ingest") if processes > 0 else None
 
     async def __aenter__(self) -> Offload:
-        if self.processes > 0:
-            self._pool = self._new_pool()
-            loop = asyncio.get_running_loop()
-            await asyncio.gather(*(loop.run_in_executor(self._pool, _warm)
-                                   for _ in range(self.processes)))
+        if self._pool is not None:
+            await self._pool.__aenter__()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """Stop the workers. Safe if never started."""
+        """Stop the pool. Safe if never started."""
         if self._pool is not None:
-            pool, self._pool = self._pool, None
-            await asyncio.to_thread(pool.shutdown, wait=True, cancel_futures=True)
-
-    def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(
-            max_workers=self.processes, mp_context=multiprocessing.get_context("spawn"),
-            initializer=_worker_init,
-        )
+            await self._pool.__aexit__(exc_type, exc, tb)
 
     async def run(
         self, body: bytes, media: str, encoding: str | None, signal: str = "traces"
     ) -> tuple[Prepared, int, int]:
         """(prepared batch, decoded size, records received) for one body of `signal`."""
         compressed = encoding is not None and encoding.strip().lower() not in ("", "identity")
-        if self._pool is None or (len(body) < self.inline_bytes and not compressed):
+        pool = self._pool
+        if pool is None or not pool.running or (len(body) < self.inline_bytes
+                                                and not compressed):
             return run_pipeline(self.pipeline, body, media, encoding, signal)
-        loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(
-                self._pool, run_pipeline, self.pipeline, body, media, encoding, signal
-            )
-        except BrokenProcessPool as exc:  # a worker died (killed, out of memory): start anew
+            return await pool.run(run_pipeline, self.pipeline, body, media, encoding, signal)
+        except ChildDied as exc:  # killed, out of memory: the pool has started anew
             if self.metrics is not None:
                 self.metrics.loop_errors.labels("ingest_worker").inc()
             log.error("an ingest worker process died; restarting the pool")
-            old, self._pool = self._pool, self._new_pool()
-            if old is not None:
-                old.shutdown(wait=False, cancel_futures=True)
             raise Overloaded("an ingest worker process died; retry", retry_after=1.0) from exc
 
 

@@ -4,8 +4,8 @@ Scoring is CPU-bound Python: in a thread of the server it held the GIL the recei
 writer need (README, "Measured"). In a child process
 it runs on another core. The server supervises it: wakes it when an expectation or job is
 created, restarts it if it dies, stops it on shutdown, and adds its result and error counts to
-the server's own `/metrics`. The child exits by itself when the server is gone (SIGKILL gives
-the server no chance to stop it), so a killed server never leaves a scoring orphan behind.
+the server's own `/metrics`. The child dies with the server (collector.processes), so a killed
+server never leaves a scoring orphan behind.
 
 This module is what the child imports: it must not pull in the web stack.
 """
@@ -15,9 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import multiprocessing
 import os
-import signal
 import threading
 import time
 from dataclasses import asdict
@@ -27,6 +25,7 @@ from typing import Any
 
 from collector import logs
 from collector.metrics import Metrics
+from collector.processes import SPAWN, die_with_parent
 from collector.tasks import cancel
 from collector.worker import WorkerConfig
 
@@ -64,7 +63,7 @@ class WorkerProcess:
     def __init__(self, config: WorkerConfig, metrics: Metrics) -> None:
         self.config = config
         self.metrics = metrics
-        self._ctx = multiprocessing.get_context("spawn")
+        self._ctx = SPAWN
         self._process: BaseProcess | None = None
         self._control: Connection | None = None
         self._reports: Connection | None = None
@@ -203,7 +202,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
     from collector.store.db import make_engine
     from collector.worker import Worker
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when we stop
+    die_with_parent(parent)
     cfg = WorkerConfig(**config)
     logs.setup(cfg.log_level, cfg.log_format)
     engine = make_engine(cfg.database_url, pool_size=2)
@@ -219,7 +218,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
 
     next_report = 0.0
     try:
-        while os.getppid() == parent:
+        while True:  # until STOP; die_with_parent ends us if the server is gone
             busy = worker.safe_round()
             now = time.monotonic()
             if now >= next_report:

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine
 from collector.api.errors import ApiError
 from collector.config import Settings
 from collector.metrics import Metrics
+from collector.processes import DeadlineChildren
 
 
 @dataclass
@@ -27,6 +28,7 @@ class AppState:
     metrics: Metrics
     wake_worker: Any = None  # callable or None when no embedded worker runs
     read_engine: Engine | None = None  # the separate read path (defaults to `engine`)
+    scorers: DeadlineChildren | None = None  # the children /score matches in
 
 
 def state(request: Request) -> AppState:

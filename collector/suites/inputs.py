@@ -10,9 +10,11 @@ Formats (detected from content; `--input-format` forces one):
 - `adk-events`: Google ADK / kagent session events (`collector.capture.adk_events`).
 
 Any of them may be gzipped. OTLP is decoded by the receivers' decoder and extracted by the
-ingest path (`codec.decode_request`, `ingest.extract_safely`): the same Batches a server
-would store. A file whose records carry no conversation key is one conversation keyed by the
-file's stem.
+ingest path (`codec.decode_body`, `ingest.extract_safely`): the same Batches a server would
+store, spans the decoder refuses included as rejected. `tooltrail extract` reads files through
+`load` and `OTLP_REQUESTS` here, so it accepts exactly what `check` and the receivers accept.
+
+A file whose records carry no conversation key is one conversation keyed by the file's stem.
 """
 
 from __future__ import annotations
@@ -26,14 +28,22 @@ import sys
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from collector.errors import InvalidPayload, PayloadTooLarge
 from collector.extract import ExtractOptions
-from collector.ingest import extract_safely
+from collector.ingest import extract_safely, with_refused
 from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
-from collector.receivers.codec import JSON, PROTOBUF, decode_request
+from collector.receivers.codec import JSON, PROTOBUF, decode_body
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    Decoded = tuple[ExportTraceServiceRequest, list[RejectedSpan]]
 
 FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
 MAX_INPUT_BYTES = 4 << 30  # decompressed size of one input file
@@ -162,16 +172,34 @@ def _lines(first: bytes, stream: BinaryIO) -> Iterator[bytes]:
     yield from stream
 
 
-def otlp_lines(lines: Iterable[bytes], options: ExtractOptions) -> Iterator[Batch]:
-    """JSON Lines of OTLP/JSON requests, each decoded and extracted as a receiver would."""
+def decode_otlp(data: bytes, media: str) -> Decoded:
+    """One OTLP trace request as a receiver decodes it: (request, spans refused with the
+    reason); the rest of a request whose faults are inside some spans is kept."""
+    return decode_body(data, media, None, MAX_INPUT_BYTES)
+
+
+def extracted(decoded: Decoded, options: ExtractOptions) -> Batch:
+    """The Batch ingest makes of a decoded request."""
+    request, refused = decoded
+    return with_refused(extract_safely(request, options), refused)
+
+
+def otlp_line_requests(lines: Iterable[bytes]) -> Iterator[Decoded]:
+    """JSON Lines of OTLP/JSON requests, each decoded as a receiver would."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            request = decode_request(line, JSON)
+            decoded = decode_otlp(line, JSON)
         except InvalidPayload as exc:
             raise InputError(f"line {number}: {exc}") from exc
-        yield extract_safely(request, options)
+        yield decoded
+
+
+def otlp_lines(lines: Iterable[bytes], options: ExtractOptions) -> Iterator[Batch]:
+    """JSON Lines of OTLP/JSON requests, each decoded and extracted as a receiver would."""
+    for decoded in otlp_line_requests(lines):
+        yield extracted(decoded, options)
 
 
 def detect(data: bytes) -> str:
@@ -222,16 +250,27 @@ def _adk() -> Any:
         return None
 
 
-def read_otlp_protobuf(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    yield extract_safely(decode_request(data, PROTOBUF), options)
+# format → the decoded requests of a whole input (`load`)
+OTLP_REQUESTS: dict[str, Callable[[bytes], Iterator[Decoded]]] = {
+    "otlp-protobuf": lambda data: iter([decode_otlp(data, PROTOBUF)]),
+    "otlp-json": lambda data: iter([decode_otlp(data, JSON)]),
+    "otlp-jsonl": lambda data: otlp_line_requests(io.BytesIO(data)),
+}
 
 
-def read_otlp_json(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    yield extract_safely(decode_request(data, JSON), options)
+def load(source: str, forced: str | None = None) -> tuple[str, bytes]:
+    """(format, bytes) of a whole input, gzip undone; raises InputError, PayloadTooLarge or
+    OSError."""
+    with _open(source) as stream:
+        data = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise PayloadTooLarge(f"{source}: larger than {MAX_INPUT_BYTES} bytes")
+    return forced or detect(data), data
 
 
-def read_otlp_jsonl(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    return otlp_lines(io.BytesIO(data), options)
+def read_otlp(data: bytes, _stem: str, options: ExtractOptions, fmt: str) -> Iterator[Batch]:
+    for decoded in OTLP_REQUESTS[fmt](data):
+        yield extracted(decoded, options)
 
 
 def read_openai(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:
@@ -255,9 +294,7 @@ def read_adk_events(data: bytes, key: str, options: ExtractOptions) -> Iterator[
 
 
 READERS: dict[str, Callable[[bytes, str, ExtractOptions], Iterator[Batch]]] = {
-    "otlp-protobuf": read_otlp_protobuf,
-    "otlp-json": read_otlp_json,
-    "otlp-jsonl": read_otlp_jsonl,
+    **{fmt: partial(read_otlp, fmt=fmt) for fmt in OTLP_REQUESTS},
     "openai": read_openai,
     "adk-events": read_adk_events,
 }

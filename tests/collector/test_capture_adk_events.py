@@ -16,8 +16,8 @@ import pytest
 
 from collector.capture import adk_events
 from collector.capture.adk_events import BadEvents, read_events
+from collector.cli import main as tooltrail
 from collector.extract import ExtractOptions, reconcile
-from collector.extract_report import main
 from collector.model import Batch
 
 FOLDER = Path(__file__).resolve().parents[1] / "captures" / "adk_events"
@@ -107,7 +107,7 @@ def test_seed_kagent_session_accounting(capsys: pytest.CaptureFixture[str]) -> N
     ]
     search = next(c for c in reading.batch.calls if c.name == "search_users")
     assert search.result == {"total_count": 1, "items": [{"login": "themsquared"}]}
-    assert main(["--summary", str(path)]) == 0
+    assert tooltrail(["extract", "--summary", str(path)]) == 0
     out = capsys.readouterr().out
     assert closing in out and "filtered: adk_request_confirmation" in out
     assert "conversation 'kagent-session-1': 2 turn(s)" in out
@@ -116,7 +116,7 @@ def test_seed_kagent_session_accounting(capsys: pytest.CaptureFixture[str]) -> N
 def test_extract_json_names_events_and_falls_back_to_the_file_name(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main([str(FOLDER / "events.jsonl"), "--json"]) == 0
+    assert tooltrail(["extract", str(FOLDER / "events.jsonl"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["format"] == "adk_events" and report["event_count"] == 15
     (conversation,) = report["conversations"]

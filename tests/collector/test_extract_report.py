@@ -12,11 +12,16 @@ from typing import Any
 
 import pytest
 
+from collector.cli import main as tooltrail
 from collector.extract import ExtractOptions, extract
-from collector.extract_report import file_report, main
+from collector.extract_report import file_report
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from tests.collector.test_extract_fixtures import CAPTURES, expected_turns, load
+
+
+def main(argv: list[str]) -> int:
+    return tooltrail(["extract", *argv])
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
@@ -157,3 +162,52 @@ def test_text_names_pending_and_rejected_calls(capsys: pytest.CaptureFixture[str
     assert out.count("pending (waiting for or refused by the user)") == 3
     assert out.count("rejected (waiting for or refused by the user)") == 1
     assert "requested, never executed" not in out
+
+
+def test_json_lines_of_requests_read_as_check_and_ingest_read_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """A Collector `file` exporter's output (one OTLP/JSON request a line), gzipped: read as
+    one file, a trace split over lines is one trace, as the store would join it."""
+    whole = json.loads((CAPTURES / "vercel_ai" / "spans.otlp.json").read_text())
+    lines = []
+    for rs in whole["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:  # one span a line
+                lines.append(json.dumps({"resourceSpans": [
+                    {**rs, "scopeSpans": [{**ss, "spans": [span]}]}]}))
+    path = tmp_path / "export.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n\n").encode()))
+    split = run_json(capsys, str(path))
+    one = run_json(capsys, str(CAPTURES / "vercel_ai" / "spans.otlp.json"))
+    assert split["span_count"] == one["span_count"] == len(lines) > 1
+    assert split["conversations"] == one["conversations"]
+
+
+def test_a_span_the_receivers_refuse_is_rejected_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """As on OTLP/HTTP (codec.decode_body): a span whose JSON does not map is rejected with
+    the reason; the other spans are extracted."""
+    data = json.loads((CAPTURES / "vercel_ai" / "spans.otlp.json").read_text())
+    spans = data["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    total = sum(len(ss["spans"]) for rs in data["resourceSpans"] for ss in rs["scopeSpans"])
+    spans[0]["startTimeUnixNano"] = {"not": "a number"}
+    path = tmp_path / "bad_span.json"
+    path.write_text(json.dumps(data))
+    report = run_json(capsys, str(path))
+    assert report["span_count"] == total
+    (rejected,) = report["rejected"]
+    assert rejected["span_id"] == spans[0]["spanId"] and "not a valid span" in rejected["reason"]
+    assert len(report["spans"]) == total - 1
+    assert main([str(path)]) == 0
+    assert f"rejected: {spans[0]['traceId'][:8]} {spans[0]['spanId']}" in capsys.readouterr().out
+
+
+def test_openai_messages_are_named_not_misread(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps([{"role": "user", "content": "hi"}]))
+    assert main([str(path)]) == 2
+    assert "openai carries no spans" in capsys.readouterr().err

@@ -25,11 +25,11 @@ from collector.bench.process import _stop
 from collector.errors import Overloaded
 from collector.extract import ExtractOptions
 from collector.ingest import Ingest, Offload, Pipeline
+from collector.memory_sink import MemorySink
 from collector.metrics import Metrics
 from collector.receivers.codec import decode_body
-from collector.store.db import at_head, make_engine, migrate
+from collector.store.db import at_head, make_engine
 from collector.store.rows import prepare
-from collector.store.writer import Writer
 from collector.worker import MAX_BACKOFF, Worker
 from tests.conftest import fresh_database
 from tests.server import FAST, Server, running_server
@@ -198,29 +198,25 @@ def test_replicas_migrating_at_once_all_succeed(tmp_path: Path) -> None:
         engine.dispose()
 
 
-def test_spans_of_a_request_the_store_refuses_are_counted_refused(tmp_path: Path) -> None:
-    """A decoded request whose write is refused (here: the writer has stopped, a retryable
-    overload) counts its spans in refused_spans with that reason, none as accepted."""
-    url = f"sqlite:///{tmp_path / 'refused.db'}"
-    migrate(url)
-    engine = make_engine(url)
+def test_spans_of_a_request_the_store_refuses_are_counted_refused() -> None:
+    """A decoded request whose write is refused (here: a retryable overload) counts its spans
+    in refused_spans with that reason, none as accepted."""
     metrics = Metrics()
-    writer = Writer(engine, metrics)
+    sink = MemorySink(fail_write=Overloaded("the writer is not running", retry_after=1.0))
     pipeline = Pipeline(decode=decode_body, prepare=prepare, options=ExtractOptions(),
                         limit=10**7)
-    ingest = Ingest(writer, metrics, Offload(pipeline, 0, 10**7, metrics))
+    ingest = Ingest(sink, metrics, Offload(pipeline, 0, 10**7, metrics))
     tp, memory = capture()
     agent_turn(tp, "obs-refused", [ToolStep("lookup", {}, 1)])
     body = to_request(memory.get_finished_spans()).SerializeToString()
 
     async def scenario() -> None:
-        async with writer:
-            ticket = ingest.admit(len(body))
+        ticket = ingest.admit(len(body))
         with pytest.raises(Overloaded):
             await ingest.export(body, "application/x-protobuf", None, "grpc", ticket)
 
     asyncio.run(scenario())
-    engine.dispose()
+    assert sink.batches == []
     get = metrics.registry.get_sample_value
     assert get("tooltrail_receiver_refused_spans_total",
                {"transport": "grpc", "reason": "overloaded"}) == 3

@@ -18,9 +18,10 @@ from collector.api.routes.score import (
     MAX_SCORE_BYTES,
     MAX_SCORE_CALLS,
     OverBudget,
-    time_budget,
+    within_budget,
 )
 from collector.config import Settings
+from collector.processes import DeadlineChildren
 from tests.server import Server, running_server
 
 
@@ -81,13 +82,24 @@ def test_oversized_body_is_413_declared_or_streamed(server: Server) -> None:
             assert str(MAX_SCORE_BYTES) in error["message"]
 
 
+def spin() -> None:
+    while True:
+        sum(range(100))
+
+
+def quick() -> int:
+    return sum(range(1000))
+
+
 def test_time_budget_interrupts_python_work_and_only_it() -> None:
-    with pytest.raises(OverBudget), time_budget(0.05):
-        while True:
-            sum(range(100))
-    with time_budget(0.05):  # finished in time: nothing is raised, then or later
-        total = sum(range(1000))
-    for _ in range(200_000):  # a withdrawn or late raise would land here
+    children = DeadlineChildren(1, "test")
+    try:
+        with pytest.raises(OverBudget):
+            within_budget(children, 0.05, spin)
+        total = within_budget(children, 10.0, quick)  # in time: nothing raised, then or later
+    finally:
+        children.close()
+    for _ in range(200_000):  # nothing of the killed call can land here: it ran elsewhere
         total += 1
     assert total == 499500 + 200_000
 

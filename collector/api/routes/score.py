@@ -2,19 +2,17 @@
 
 Any `read` key may call it, so its work is bounded: the body's size (413), then, before any
 matching, the calls scored and the expected calls matched against them (422), and matching
-itself by a CPU-time budget (422); each answer names the limit. The counts refuse most costly
+itself by a time budget (422), in a child process killed when it runs past it; each answer
+names the limit. The counts refuse most costly
 requests without doing the work; the budget covers the shapes whose cost the counts do not
 predict (matching is not linear in them).
 """
 
 from __future__ import annotations
 
-import ctypes
-import threading
-from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request, Response
 from fastapi.routing import APIRoute
@@ -22,54 +20,34 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
+from collector.api.deps import State
 from collector.api.errors import ApiError
 from collector.api.routes.expectations import parse
 from collector.api.schemas import ErrorBody, ResultOut
-from matcher import InvalidTrajectory, score
+from collector.processes import ChildDied, DeadlineChildren, OverDeadline
+from collector.stateless_score import score_json
+from matcher import InvalidTrajectory
 from matcher.payload import trajectory_from_json
 
 MAX_SCORE_BYTES = 1024 * 1024  # request body
 MAX_SCORE_CALLS = 1000  # actual calls, over all turns
 MAX_EXPECTED_CALLS = 256  # expected calls, over all turns of the expectation
 MAX_SCORE_SECONDS = 2.0  # wall time one request may spend matching
+T = TypeVar("T")
 
 
-class OverBudget(BaseException):  # not Exception: no `except Exception` in scoring eats it
-    """Scoring ran past its time budget (raised inside the scoring thread)."""
+class OverBudget(Exception):
+    """Scoring ran past its time budget (its child process was killed)."""
 
 
-@contextmanager
-def time_budget(seconds: float) -> Iterator[None]:
-    """Raise OverBudget in this thread if the block is still running after `seconds`.
-
-    A timer raises it asynchronously (CPython's PyThreadState_SetAsyncExc), so the scoring
-    code runs at full speed until then; it unwinds at the next bytecode the thread runs. On
-    leaving, a raise still pending is withdrawn (it could otherwise land after the block,
-    where no handler expects it) and OverBudget is raised here instead."""
-    thread = ctypes.c_ulong(threading.get_ident())
-    lock = threading.Lock()
-    done = fired = False
-
-    def expire() -> None:
-        nonlocal fired
-        with lock:
-            if not done:
-                fired = True
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, ctypes.py_object(OverBudget))
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+def within_budget(children: DeadlineChildren, seconds: float, fn: Callable[..., T],
+                  *args: Any) -> T:
+    """fn(*args) in one of `children`, killed at `seconds` (matching is pure Python and C: only
+    a process boundary stops both without leaving this process's state half-updated)."""
     try:
-        yield
-    finally:
-        timer.cancel()
-        with lock:
-            done = True
-            if fired:  # NULL withdraws a raise not yet delivered
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(thread, None)
-    if fired:
-        raise OverBudget
+        return children.call(seconds, fn, *args)
+    except OverDeadline as exc:
+        raise OverBudget(str(exc)) from exc
 
 
 class BoundedBody(APIRoute):
@@ -136,7 +114,7 @@ class ScoreOut(ResultOut):
 
 
 @router.post("/score", response_model=ScoreOut)
-def score_calls(body: ScoreIn) -> ScoreOut:
+def score_calls(body: ScoreIn, app: State) -> ScoreOut:
     """Score calls against an expectation without storing anything."""
     if (body.calls is None) == (body.turns is None):
         raise ApiError(400, "give either `calls` or `turns`")
@@ -150,24 +128,27 @@ def score_calls(body: ScoreIn) -> ScoreOut:
         raise ApiError(422, f"{expected} expected calls: at most {MAX_EXPECTED_CALLS} can be "
                        "scored in one request",
                        {"path": "expectation", "limit": MAX_EXPECTED_CALLS})
-    try:  # arguments sent as JSON text (OpenAI style) are decoded here
-        trajectory = trajectory_from_json(
-            body.model_dump(exclude_unset=True, exclude={"expectation"})
-        )
+    payload = body.model_dump(exclude_unset=True, exclude={"expectation"})
+    try:  # 400 here; the child decodes the same JSON (arguments sent as JSON text too)
+        trajectory_from_json(payload)
     except InvalidTrajectory as exc:
         raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    if app.scorers is None:
+        raise ApiError(503, "this server does not score requests")
     try:
-        with time_budget(MAX_SCORE_SECONDS):
-            scored = score(exp, trajectory)
+        scored = within_budget(app.scorers, MAX_SCORE_SECONDS, score_json, body.expectation,
+                               payload)
     except OverBudget as exc:
         raise ApiError(422, f"scoring took more than its budget of {MAX_SCORE_SECONDS} s: "
                        "send fewer calls or expected calls",
                        {"path": "", "limit": MAX_SCORE_SECONDS}) from exc
+    except ChildDied as exc:  # out of memory, killed from outside: another child is started
+        raise ApiError(503, "the scoring process died; retry") from exc
     now = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     outs = [
         ResultOut(
             **{
-                **r.to_dict(),
+                **r,
                 "expectation": exp.id or "",
                 "expectation_version": 0,
                 "conversation": None,

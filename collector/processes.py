@@ -1,0 +1,221 @@
+"""Child processes of `tooltrail serve`: the ingest process pool (ProcessPool), the embedded
+scoring worker's child (collector.worker_process) and the children that score `/score`
+requests under a deadline (DeadlineChildren) all start by `die_with_parent`, so a server
+killed with SIGKILL (no chance to stop them) leaves no orphan holding its stderr, a core and
+database connections.
+
+Children are spawned (never forked: the server has threads and open sockets) and import only
+what their work needs; this module imports nothing of the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+from typing import Any, TypeVar
+
+SPAWN = multiprocessing.get_context("spawn")
+PARENT_POLL_SECONDS = 0.5
+PR_SET_PDEATHSIG = 1
+T = TypeVar("T")
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child of `parent`: ignore Ctrl-C (the parent decides when children stop) and exit
+    as soon as the parent is gone. Linux delivers SIGKILL on the parent's death (prctl); where
+    that is not available, or the parent died before this ran, a watcher thread notices the
+    child was re-parented."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(0)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
+
+
+def _up() -> None:
+    """Run once in each child at start: its imports are done, it takes work."""
+
+
+class ChildDied(Exception):
+    """A child of the pool died (killed, out of memory) while running a call; the pool has
+    been replaced by a new one."""
+
+
+class ProcessPool:
+    """`size` spawned children that die with this process; `await pool.run(fn, *args)` runs
+    a module-level `fn` in one of them. When a child dies the pool is replaced and the call
+    raises ChildDied: the caller decides whether to retry."""
+
+    def __init__(self, size: int, name: str = "pool") -> None:
+        if size < 1:
+            raise ValueError("a process pool needs at least one process")
+        self.size = size
+        self.name = name
+        self._executor: ProcessPoolExecutor | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._executor is not None
+
+    async def __aenter__(self) -> ProcessPool:
+        """Start the children and wait until each is up (a bad start fails here, not later)."""
+        self._executor = self._new()
+        loop = asyncio.get_running_loop()
+        await asyncio.gather(*(loop.run_in_executor(self._executor, _up)
+                               for _ in range(self.size)))
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Stop the children, cancelling calls not started. Safe if never started."""
+        if self._executor is not None:
+            executor, self._executor = self._executor, None
+            await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
+
+    def _new(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN,
+                                   initializer=die_with_parent, initargs=(os.getpid(),))
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._executor is None:
+            raise RuntimeError(f"the {self.name} process pool is not running")
+        executor = self._executor
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(executor, fn, *args)
+        except BrokenProcessPool as exc:
+            if self._executor is executor:  # calls that broke with it replace it once
+                self._executor = self._new()
+                executor.shutdown(wait=False, cancel_futures=True)
+            raise ChildDied(f"a {self.name} process died") from exc
+
+
+class OverDeadline(Exception):
+    """A call ran past its deadline; its child was killed."""
+
+
+def _serve_calls(conn: Connection, parent: int) -> None:
+    """A child of DeadlineChildren: run each (fn, args) it is sent, send back the outcome."""
+    die_with_parent(parent)
+    conn.send(("ready", None))
+    while True:
+        try:
+            fn, args = conn.recv()
+        except (EOFError, OSError):  # the parent closed its end: done
+            return
+        try:
+            outcome: tuple[str, Any] = ("ok", fn(*args))
+        except Exception as exc:  # the caller's to handle, as if it had run there
+            outcome = ("error", exc)
+        conn.send(outcome)
+
+
+@dataclass
+class _Child:
+    process: BaseProcess
+    conn: Connection
+
+    def kill(self) -> None:
+        self.conn.close()
+        self.process.kill()
+        self.process.join(5)
+
+    def close(self) -> None:
+        self.conn.close()  # EOF: the child returns
+        self.process.join(5)
+        if self.process.is_alive():
+            self.kill()
+
+
+class DeadlineChildren:
+    """Children that each run one call at a time, every call with a wall-clock deadline: a call
+    still running at its deadline has its child SIGKILLed (whatever it is doing, C code
+    included, and leaving nothing half-done in this process) and raises OverDeadline.
+
+    At most `size` calls run at once (more wait for a child, that wait not counted against
+    their deadline); idle children are kept for the next calls. `call` blocks its thread."""
+
+    def __init__(self, size: int, name: str = "call", start_seconds: float = 60.0) -> None:
+        if size < 1:
+            raise ValueError("at least one child")
+        self.name = name
+        self.start_seconds = start_seconds
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[_Child] = []
+        self._lock = threading.Lock()
+
+    def call(self, deadline_seconds: float, fn: Callable[..., T], *args: Any) -> T:
+        """fn(*args) in a child (`fn` module-level, arguments and result picklable); raises
+        what fn raised, or OverDeadline."""
+        with self._slots:
+            child = self._take()
+            kind: str
+            value: Any
+            try:
+                child.conn.send((fn, args))
+                ready = child.conn.poll(max(0.0, deadline_seconds))
+                kind, value = child.conn.recv() if ready else ("late", None)
+            except (EOFError, OSError) as exc:  # it died on its own (out of memory)
+                child.kill()
+                raise ChildDied(f"a {self.name} process died") from exc
+            except BaseException:
+                child.kill()
+                raise
+            if kind == "late":
+                child.kill()
+                raise OverDeadline(f"{self.name} ran past {deadline_seconds} s")
+            with self._lock:
+                self._idle.append(child)
+        if kind == "error":
+            raise value
+        result: T = value
+        return result
+
+    def _take(self) -> _Child:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        parent_end, child_end = SPAWN.Pipe()
+        process = SPAWN.Process(target=_serve_calls, args=(child_end, os.getpid()),
+                                name=f"tooltrail-{self.name}", daemon=True)
+        process.start()
+        child_end.close()
+        child = _Child(process, parent_end)
+        try:  # its imports are done before a deadline's clock starts
+            if parent_end.poll(self.start_seconds):
+                parent_end.recv()
+                return child
+        except (EOFError, OSError):
+            pass
+        child.kill()
+        raise ChildDied(f"a {self.name} process did not start")
+
+    def close(self) -> None:
+        """Stop the idle children (calls running keep theirs until they end)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.close()

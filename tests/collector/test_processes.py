@@ -1,0 +1,127 @@
+"""collector.processes: the one pool and "die with the parent" of the ingest pool and the
+scoring worker's child — calls run in a child, a child that dies is replaced, and children
+exit when their parent is SIGKILLed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import pytest
+
+from collector.errors import Overloaded
+from collector.extract import ExtractOptions
+from collector.ingest import Offload, Pipeline
+from collector.metrics import Metrics
+from collector.processes import ChildDied, DeadlineChildren, OverDeadline, ProcessPool
+from collector.store.rows import prepare
+
+
+def pid() -> int:
+    return os.getpid()
+
+
+def die(*_: Any) -> Any:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def boom() -> None:
+    raise ValueError("bad input")
+
+
+def spin() -> None:
+    while True:
+        pass
+
+
+def test_deadline_children_reuse_a_child_and_kill_one_past_its_deadline() -> None:
+    children = DeadlineChildren(1, "test")
+    try:
+        first = children.call(30.0, pid)
+        assert first != os.getpid() and children.call(30.0, pid) == first  # kept idle
+        with pytest.raises(ValueError, match="bad input"):  # raised as if it ran here
+            children.call(30.0, boom)
+        assert children.call(30.0, pid) == first
+        with pytest.raises(OverDeadline):
+            children.call(0.05, spin)
+        assert not alive(first)
+        with pytest.raises(ChildDied):
+            children.call(30.0, die)
+        assert children.call(30.0, pid) not in (first, os.getpid())
+    finally:
+        children.close()
+
+
+def test_a_call_runs_in_a_child_and_a_dead_child_is_replaced() -> None:
+    async def scenario() -> None:
+        async with ProcessPool(1, "test") as pool:
+            first = await pool.run(pid)
+            assert first != os.getpid()
+            with pytest.raises(ChildDied):
+                await pool.run(die)
+            second = await pool.run(pid)
+            assert second not in (first, os.getpid())
+        assert not pool.running
+        with pytest.raises(RuntimeError):
+            await pool.run(pid)
+
+    asyncio.run(scenario())
+
+
+def test_an_ingest_child_dying_is_a_retryable_overload_counted() -> None:
+    metrics = Metrics()
+    pipeline = Pipeline(decode=die, prepare=prepare, options=ExtractOptions(), limit=10**6)
+
+    async def scenario() -> None:
+        async with Offload(pipeline, 1, 0, metrics) as offload:
+            with pytest.raises(Overloaded, match="ingest worker process died"):
+                await offload.run(b"x" * 10, "application/x-protobuf", None)
+
+    asyncio.run(scenario())
+    assert metrics.registry.get_sample_value(
+        "tooltrail_loop_errors_total", {"loop": "ingest_worker"}) == 1
+
+
+PARENT = textwrap.dedent("""
+    import asyncio, sys
+    from collector.processes import ProcessPool
+    from tests.collector.test_processes import pid
+
+    async def main():
+        async with ProcessPool(2, "test") as pool:
+            pids = {await pool.run(pid) for _ in range(8)}
+            print(" ".join(map(str, pids)), flush=True)
+            await asyncio.sleep(60)
+
+    asyncio.run(main())
+""")
+
+
+def alive(child: int) -> bool:
+    try:
+        with open(f"/proc/{child}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_children_exit_when_the_parent_is_sigkilled() -> None:
+    with subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE,
+                          text=True) as parent:
+        try:
+            assert parent.stdout is not None
+            children = [int(p) for p in parent.stdout.readline().split()]
+            assert children and all(alive(c) for c in children)
+        finally:
+            parent.kill()
+            parent.wait(10)
+    deadline = time.monotonic() + 10
+    while any(alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(c) for c in children)
