@@ -145,7 +145,7 @@ def setup_logging(level: str, log_format: str = "text") -> None:
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from collector.store.db import migrate
 
-    migrate(settings.database_url)
+    migrate(settings.database_url, settings.project)
     log.info("database at head: %s", _safe_url(settings.database_url))
     return 0
 
@@ -170,7 +170,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         print(f"tooltrail serve: {exc}", file=sys.stderr)
         return 2
     if settings.migrate:
-        migrate(settings.database_url)
+        migrate(settings.database_url, settings.project)
     exposed = exposure_warning(settings)
     if exposed:
         log.warning(exposed)
