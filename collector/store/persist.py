@@ -88,6 +88,7 @@ class MergedTrace:
             has_agent_root=info.has_agent_root or other.has_agent_root,
             attributes={**other.attributes, **info.attributes},
             root_span_id=info.root_span_id or other.root_span_id,
+            project=best.project,  # the project goes with the key
         )
 
 
@@ -112,39 +113,50 @@ COUNTER_DEFAULTS = ", ".join(  # their column defaults (applied by SQLAlchemy, n
 
 def ensure_conversations(
     conn: Connection, infos: Sequence[TraceInfo], now: float
-) -> dict[str, int]:
-    """Conversation key → id, creating missing conversations."""
-    first = {i.conversation_key: i for i in infos}
+) -> dict[tuple[str, str], int]:
+    """(project, conversation key) → id, creating missing conversations."""
+    first = {(i.project, i.conversation_key): i for i in infos}
     if not first:
         return {}
-    found: dict[str, int] = dict(lookup(conn, "conversations", "key", "key, id", list(first)))
+    found = _conversation_ids(conn, first)
     missing = [first[k] for k in sorted(first) if k not in found]
     if not missing:
         return found
     if conn.dialect.name == "postgresql":
-        columns = ("key", "service", "agents", "attributes", "first_seen", "last_seen",
-                   "start_ns", "end_ns")
-        kinds = ("text", "text", "jsonb", "jsonb", "float8", "float8", "bigint", "bigint")
+        columns = ("project", "key", "service", "agents", "attributes", "first_seen",
+                   "last_seen", "start_ns", "end_ns")
+        kinds = ("text", "text", "text", "jsonb", "jsonb", "float8", "float8", "bigint", "bigint")
         arrays = ", ".join(f"%s::{kind}[]" for kind in kinds)
-        found.update((key, cid) for key, cid in conn.exec_driver_sql(
+        found.update(((project, key), cid) for project, key, cid in conn.exec_driver_sql(
             f"INSERT INTO conversations ({', '.join(columns + COUNTERS)}) "
             f"SELECT *, {COUNTER_DEFAULTS} "
-            f"FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING key, id",
-            ([i.conversation_key for i in missing], [i.service for i in missing],
+            f"FROM unnest({arrays}) ON CONFLICT DO NOTHING RETURNING project, key, id",
+            ([i.project for i in missing], [i.conversation_key for i in missing],
+             [i.service for i in missing],
              [dumps(sorted(i.agents)) for i in missing], [dumps(i.attributes) for i in missing],
              [now] * len(missing), [now] * len(missing), [i.start_ns for i in missing],
              [i.end_ns for i in missing]),
         ))
     else:
         conn.execute(insert_ignore(conn, conversations), [
-            {"key": i.conversation_key, "service": i.service, "agents": sorted(i.agents),
-             "attributes": i.attributes, "first_seen": now, "last_seen": now,
-             "start_ns": i.start_ns, "end_ns": i.end_ns}
+            {"project": i.project, "key": i.conversation_key, "service": i.service,
+             "agents": sorted(i.agents), "attributes": i.attributes, "first_seen": now,
+             "last_seen": now, "start_ns": i.start_ns, "end_ns": i.end_ns}
             for i in missing
         ])
-    late = [i.conversation_key for i in missing if i.conversation_key not in found]
-    found.update(lookup(conn, "conversations", "key", "key, id", late))  # another writer's
+    late = {k: first[k] for k in first if k not in found}  # SQLite, or another writer's
+    found.update(_conversation_ids(conn, late))
     return found
+
+
+def _conversation_ids(
+    conn: Connection, wanted: dict[tuple[str, str], TraceInfo]
+) -> dict[tuple[str, str], int]:
+    """Ids of the stored conversations among `wanted` (looked up by key, kept by project)."""
+    keys = sorted({key for _, key in wanted})
+    return {(project, key): cid
+            for project, key, cid in lookup(conn, "conversations", "key", "project, key, id", keys)
+            if (project, key) in wanted}
 
 
 def write_batches(
@@ -199,8 +211,9 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     orphans: set[int] = set()
 
     new_turns = [  # in key order, so that concurrent writers lock in the same order
-        (conv_ids[i.conversation_key], i.turn_key, i.trace_id, i.start_ns, i.end_ns, i.key_rank,
-         i.has_agent_root, orjson.dumps(sorted(i.agents)).decode(), i.root_span_id)
+        (conv_ids[(i.project, i.conversation_key)], i.turn_key, i.trace_id, i.start_ns,
+         i.end_ns, i.key_rank, i.has_agent_root, orjson.dumps(sorted(i.agents)).decode(),
+         i.root_span_id)
         for key, i in sorted(infos.items())
         if key not in existing
     ]
@@ -212,7 +225,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         target = row.conversation_id
         rank = row.key_rank
         if info.key_rank > row.key_rank:
-            target, rank = conv_ids[info.conversation_key], info.key_rank
+            target, rank = conv_ids[(info.project, info.conversation_key)], info.key_rank
             if target != row.conversation_id:
                 orphans.add(row.conversation_id)
                 touched.add(row.conversation_id)
