@@ -341,7 +341,7 @@ REGISTRY.add(Command(
 ))
 REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,
-    ("database_url", "log_level", "log_format"),
+    ("database_url", "project", "log_level", "log_format"),
 ))
 REGISTRY.add(Command(
     "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,

@@ -78,6 +78,7 @@ def create_app(settings: Settings) -> FastAPI:
         options=ExtractOptions(
             conversation_keys=tuple(settings.conversation_keys),
             keep_plumbing=settings.keep_plumbing,
+            project=settings.project,
         ),
         limit=settings.max_request_bytes,
     )
