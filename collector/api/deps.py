@@ -62,8 +62,13 @@ def project_param(
 ) -> str:
     """The project a request names (`?project=`), else the configured default; 400 when it
     is not a project name."""
+    return resolve_project(state(request).settings, project)
+
+
+def resolve_project(settings: Settings, project: str | None) -> str:
+    """`project`, else `settings.project`; ApiError (400) when it is not a project name."""
     if project is None:
-        return state(request).settings.project
+        return settings.project
     problem = project_problem(project)
     if problem is not None:
         raise ApiError(400, problem, {"field": "project"})

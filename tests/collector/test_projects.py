@@ -251,3 +251,19 @@ def test_captures_take_the_project_and_delete_removes_one_projects_conversation(
                           params={"project": "alpha"}).status_code == 404
         assert client.get("/api/v1/conversations/cap-1",
                           params={"project": "beta"}).status_code == 200
+
+
+def test_the_web_view_takes_the_project_and_shows_it(server: Server) -> None:
+    post_spans(server, spans_of("gamma", "svc-g", "ui-1", [ToolStep("issue_refund")]))
+    server.wait_for("/api/v1/conversations/ui-1", lambda b: b["call_count"] == 1,
+                    params={"project": "gamma"})
+    with server.client() as client:
+        listed = client.get("/ui/", params={"project": "gamma"}).text
+        assert "in project gamma" in listed
+        assert 'href="/ui/conversations/ui-1?project=gamma"' in listed
+        assert "ui-1" not in client.get("/ui/").text  # the default project (main) has none
+        page = client.get("/ui/conversations/ui-1", params={"project": "gamma"})
+        assert page.status_code == 200 and "project gamma" in page.text
+        assert client.get("/ui/conversations/ui-1").status_code == 404
+        bad = client.get("/ui/", params={"project": "a b"})
+        assert bad.status_code == 400 and "not a project name" in bad.text
