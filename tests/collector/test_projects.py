@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from collector.extract import ExtractOptions, extract
 from collector.store.db import alembic_config, make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations, expectations, tool_calls, turns
+from tests.collector.checkutil import run, run_json, verdicts
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, to_request
 
@@ -267,3 +269,33 @@ def test_the_web_view_takes_the_project_and_shows_it(server: Server) -> None:
         assert client.get("/ui/conversations/ui-1").status_code == 404
         bad = client.get("/ui/", params={"project": "a b"})
         assert bad.status_code == 400 and "not a project name" in bad.text
+
+
+def test_apply_check_and_golden_take_the_project(
+    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`apply`, `check --server` and `golden --server` name the project in every REST call:
+    the suite's expectation lands in it and is checked against its conversations only."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text("name: delta-suite\nexpectations:\n  - id: delta-refund\n"
+                     "    calls: [{name: issue_refund}]\n")
+    post_spans(server, spans_of("delta", "svc-d", "d-1", [ToolStep("issue_refund")]))
+    server.wait_for("/api/v1/conversations/d-1", lambda b: b["call_count"] == 1,
+                    params={"project": "delta"})
+    code, out, err = run(capsys, "apply", str(suite), "--server", server.base_url,
+                         "--project", "delta")
+    assert code == 0, err
+    assert "created delta-refund" in out
+    with server.client() as client:
+        stored = client.get("/api/v1/expectations/delta-refund",
+                            params={"project": "delta"}).json()
+        assert stored["project"] == "delta"
+    code, document = run_json(capsys, "check", str(suite), "--server", server.base_url,
+                              "--project", "delta", "--wait", "20")
+    assert code == 0, document
+    assert verdicts(document) == {("delta-refund", "d-1"): "pass"}
+    code, out, err = run(capsys, "golden", "--server", server.base_url, "--project", "delta",
+                         "--conversation", "d-1")
+    assert code == 0 and "issue_refund" in out, err
+    code, _, err = run(capsys, "golden", "--server", server.base_url, "--conversation", "d-1")
+    assert code == 2 and "no conversation 'd-1'" in err  # not in the default project
