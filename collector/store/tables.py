@@ -251,13 +251,14 @@ ingest_errors = Table(
 # Production signals (migration 0004; collector.store.production). Each logical turn's
 # contribution is kept, so that when a conversation changes its buckets are corrected by the
 # difference, never recounted from the calls.
-SIGNAL_KEY = ("service", "version", "agent", "bucket")
+SIGNAL_KEY = ("project", "service", "version", "agent", "bucket")  # project: migration 0005
 
 signal_turns = Table(
     "signal_turns",
     metadata,
     Column("turn_id", Id, primary_key=True, autoincrement=False),  # the logical turn's first
     Column("conversation_id", Id, nullable=False),
+    Column("project", Text, nullable=False),
     Column("service", Text, nullable=False),
     Column("version", Text, nullable=False),
     Column("agent", Text, nullable=False),
@@ -273,6 +274,7 @@ signal_turns = Table(
 signal_buckets = Table(
     "signal_buckets",
     metadata,
+    Column("project", Text, nullable=False),
     Column("service", Text, nullable=False),
     Column("version", Text, nullable=False),
     Column("agent", Text, nullable=False),
@@ -286,6 +288,6 @@ signal_buckets = Table(
     Column("pending", Integer, nullable=False),
     Column("histogram", Json, nullable=False),
     Column("tools", Json, nullable=False),
-    PrimaryKeyConstraint(*SIGNAL_KEY),
+    PrimaryKeyConstraint(*SIGNAL_KEY, name="pk_signal_buckets"),
     Index("ix_signal_buckets_bucket", "bucket"),
 )

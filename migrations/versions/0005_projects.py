@@ -13,6 +13,10 @@ trace id of their turn and calls with them, so that a capture sent again after t
 still stores nothing new. A key that was shortened to a hash (past 1024 bytes) is kept as it
 is: it cannot be parsed back (it stays unique).
 
+Production signals are kept per project too: `signal_turns.project`, and `signal_buckets` is
+keyed by (project, service, version, agent, bucket); its rows are copied into a table of the
+new key (SQLite cannot change a primary key in place), in the default project.
+
 Revision ID: 0005
 Revises: 0004
 Create Date: 2026-12-01 20:00:00
@@ -25,6 +29,7 @@ import re
 
 import sqlalchemy as sa
 from alembic import context, op
+from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0005"
 down_revision = "0004"
@@ -37,6 +42,52 @@ HASHED = "…sha256:"
 # the unnamed UNIQUE (key) of revision 0001, as SQLite's reflection names it for batch mode
 NAMING = {"uq": "uq_%(table_name)s_%(column_0_name)s"}
 UNIQUE_KEY = {True: "uq_conversations_key", False: "conversations_key_key"}  # sqlite?: name
+Json = sa.JSON().with_variant(JSONB(), "postgresql")
+BUCKET_COLUMNS = ("service", "version", "agent", "bucket", "turns", "zero_turns", "calls",
+                  "calls_sq", "failed", "unexecuted", "pending", "histogram", "tools")
+
+
+def bucket_table(name: str, with_project: bool) -> None:
+    """signal_buckets as of revision 0004 (`with_project`: of this one) under `name`."""
+    key = ["project"] if with_project else []
+    op.create_table(
+        name,
+        *([sa.Column("project", sa.Text(), nullable=False)] if with_project else []),
+        sa.Column("service", sa.Text(), nullable=False),
+        sa.Column("version", sa.Text(), nullable=False),
+        sa.Column("agent", sa.Text(), nullable=False),
+        sa.Column("bucket", sa.BigInteger(), nullable=False),
+        sa.Column("turns", sa.Integer(), nullable=False),
+        sa.Column("zero_turns", sa.Integer(), nullable=False),
+        sa.Column("calls", sa.Integer(), nullable=False),
+        sa.Column("calls_sq", sa.BigInteger(), nullable=False),
+        sa.Column("failed", sa.Integer(), nullable=False),
+        sa.Column("unexecuted", sa.Integer(), nullable=False),
+        sa.Column("pending", sa.Integer(), nullable=False),
+        sa.Column("histogram", Json, nullable=False),
+        sa.Column("tools", Json, nullable=False),
+        # (0004's key had PostgreSQL's default name; both are schema-wide, hence two names)
+        sa.PrimaryKeyConstraint(*key, "service", "version", "agent", "bucket",
+                                name="pk_signal_buckets" if with_project
+                                else "signal_buckets_pkey"),
+    )
+
+
+def rebuild_buckets(with_project: bool, project: str) -> None:
+    """Copy signal_buckets into a table with (or without) the project in its key."""
+    bucket_table("signal_buckets_new", with_project)
+    columns = ", ".join(BUCKET_COLUMNS)
+    if with_project:
+        op.get_bind().execute(sa.text(
+            f"INSERT INTO signal_buckets_new (project, {columns}) "
+            f"SELECT :project, {columns} FROM signal_buckets"), {"project": project})
+    else:
+        op.execute(f"INSERT INTO signal_buckets_new ({columns}) "
+                   f"SELECT {columns} FROM signal_buckets")
+    op.drop_index("ix_signal_buckets_bucket", "signal_buckets")
+    op.drop_table("signal_buckets")
+    op.rename_table("signal_buckets_new", "signal_buckets")
+    op.create_index("ix_signal_buckets_bucket", "signal_buckets", ["bucket"])
 
 
 def default_project() -> str:
@@ -88,6 +139,11 @@ def upgrade() -> None:
     with op.batch_alter_table("expectations") as batch:
         batch.alter_column("project", server_default=None)
     rekey(project)
+    op.add_column("signal_turns", sa.Column("project", sa.Text(), nullable=False,
+                                            server_default=project))
+    with op.batch_alter_table("signal_turns") as batch:
+        batch.alter_column("project", server_default=None)
+    rebuild_buckets(True, project)
 
 
 def rekey(project: str) -> None:
@@ -115,6 +171,9 @@ def downgrade() -> None:
     if clash is not None:
         raise RuntimeError(f"conversation key {clash[0]!r} is in more than one project: "
                            "delete one before downgrading")
+    signals = bind.execute(sa.text("SELECT count(DISTINCT project) FROM signal_buckets")).scalar()
+    if signals and signals > 1:
+        raise RuntimeError("production signals of more than one project are stored")
     sqlite = bind.dialect.name == "sqlite"
     rows = bind.execute(sa.text(
         "SELECT t.id, t.turn_key, c.key, c.project FROM turns t JOIN conversations c "
@@ -143,3 +202,6 @@ def downgrade() -> None:
         batch.drop_column("project")
     with op.batch_alter_table("expectations") as batch:
         batch.drop_column("project")
+    with op.batch_alter_table("signal_turns") as batch:
+        batch.drop_column("project")
+    rebuild_buckets(False, "")
