@@ -251,14 +251,20 @@ def jobs_page(request: Request, conn: ReadConn) -> HTMLResponse:
 
 
 @router.get("/ui/signals")
-def signals_page(request: Request, conn: ReadConn, service: Text = None) -> HTMLResponse:
-    """One service's versions side by side (all agents, all time)."""
-    totals = production.totals(conn)
+def signals_page(request: Request, conn: ReadConn, app: State, project: Text = None,
+                 service: Text = None) -> HTMLResponse:
+    """One service's versions side by side in one project (all agents, all time)."""
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    totals = production.totals(conn, project=scope)
     services = sorted({s for s, _ in totals})
     chosen = service if service is not None else (services[0] if services else None)
-    versions = [Group(project=s, service=s, version=v, agent="", figures=Figures.of(c))
+    versions = [Group(project=scope, service=s, version=v, agent="", figures=Figures.of(c))
                 for (s, v), c in sorted(totals.items()) if s == chosen]
-    return page(request, "signals.html", service=chosen, services=services, versions=versions)
+    return page(request, "signals.html", service=chosen, services=services, versions=versions,
+                project=scope)
 
 
 @router.get("/ui/signin")

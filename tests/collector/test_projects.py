@@ -20,7 +20,13 @@ from collector.capture.explicit import explicit_batch
 from collector.extract import ExtractOptions, extract
 from collector.store.db import alembic_config, make_engine, migrate
 from collector.store.persist import write_batches
-from collector.store.tables import conversations, expectations, tool_calls, turns
+from collector.store.tables import (
+    conversations,
+    expectations,
+    signal_buckets,
+    tool_calls,
+    turns,
+)
 from tests.collector.checkutil import run, run_json, verdicts
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, to_request
@@ -134,12 +140,19 @@ def test_migration_0005_moves_stored_data_into_the_default_project(database_url:
         conn.exec_driver_sql(
             "INSERT INTO expectations (slug, version, body, active, created_at) "
             "VALUES ('old-exp', 1, '{\"calls\": []}', true, 0)")
+        conn.exec_driver_sql(
+            "INSERT INTO signal_buckets (service, version, agent, bucket, turns, zero_turns, "
+            "calls, calls_sq, failed, unexecuted, pending, histogram, tools) "
+            "VALUES ('svc', '1', '', 0, 1, 0, 1, 1, 0, 0, 0, '{\"1\": 1}', '{\"a\": 1}')")
     command.upgrade(config, "head")
     engine.dispose()
     with engine.connect() as conn:
         assert conn.execute(select(conversations.c.project, conversations.c.key)).all() == [
             ("legacy", "old-1")]
         assert conn.execute(select(expectations.c.project)).scalars().all() == ["legacy"]
+        assert conn.execute(select(signal_buckets.c.project, signal_buckets.c.service,
+                                   signal_buckets.c.tools)).all() == [("legacy", "svc",
+                                                                       {"a": 1})]
         keys = set(conn.execute(select(turns.c.turn_key)).scalars())
         assert keys == {traced.traces[0].turn_key, "turn#0:legacy:old-1"}
         assert set(conn.execute(select(tool_calls.c.trace_id)).scalars()) == keys
@@ -228,6 +241,10 @@ def test_two_services_saying_session_1_are_scored_in_their_own_projects(server: 
     with server.client() as client:
         listed = client.get("/api/v1/results", params={"project": "beta"}).json()["data"]
         assert {r["expectation"] for r in listed} == {"refund-b"}
+        for project, service in (("alpha", "svc-a"), ("beta", "svc-b")):  # signals per project
+            signals = client.get("/api/v1/signals", params={"project": project}).json()
+            assert {(g["project"], g["service"]) for g in signals["versions"]} == {
+                (project, service)}
 
 
 def test_captures_take_the_project_and_delete_removes_one_projects_conversation(
