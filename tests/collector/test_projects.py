@@ -316,3 +316,44 @@ def test_apply_check_and_golden_take_the_project(
     assert code == 0 and "issue_refund" in out, err
     code, _, err = run(capsys, "golden", "--server", server.base_url, "--conversation", "d-1")
     assert code == 2 and "no conversation 'd-1'" in err  # not in the default project
+
+
+def test_retention_deletes_the_old_conversation_of_one_project_only(database_url: str) -> None:
+    """The same key in two projects: retention judges each conversation by its own last
+    activity, so only the stale project's goes (with its turns and calls)."""
+    from collector.governance import retention
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    body = {"calls": [{"name": "t"}]}
+    with engine.begin() as conn:
+        write_batches(conn, [explicit_batch("same", 0, body, 1, project="old")], 1_000.0)
+        write_batches(conn, [explicit_batch("same", 0, body, 1, project="new")], 9_000.0)
+    assert retention.expire(engine, 3_600.0, now=9_500.0) == 1
+    engine.dispose()
+    assert rows(database_url) == [("new", "same", None, 1)]
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(tool_calls)).scalar() == 1
+        assert conn.execute(select(func.count()).select_from(turns)).scalar() == 1
+    engine.dispose()
+
+
+def test_openapi_documents_the_project_parameter(server: Server) -> None:
+    with server.client() as client:
+        spec = client.get("/openapi.json").json()
+    scoped = [("/api/v1/conversations", "get"), ("/api/v1/conversations/{key}", "get"),
+              ("/api/v1/conversations/{key}", "delete"),
+              ("/api/v1/conversations/{key}/results", "get"), ("/api/v1/results", "get"),
+              ("/api/v1/expectations", "get"), ("/api/v1/expectations", "post"),
+              ("/api/v1/expectations/{slug}", "put"), ("/api/v1/jobs", "post"),
+              ("/api/v1/signals", "get"),
+              ("/api/v1/conversations/{key}/turns/{index}/calls", "post"),
+              ("/api/v1/conversations/{key}/adk-events", "post"), ("/api/v1/a2a/tasks", "post")]
+    for path, method in scoped:
+        params = {p["name"]: p for p in spec["paths"][path][method].get("parameters", [])}
+        assert "project" in params, (path, method)
+        assert params["project"]["in"] == "query" and "default" in params["project"][
+            "description"]
+    summary = spec["components"]["schemas"]["ConversationSummary"]["properties"]
+    assert "project" in summary
