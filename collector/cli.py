@@ -145,7 +145,7 @@ def setup_logging(level: str, log_format: str = "text") -> None:
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
     from collector.store.db import migrate
 
-    migrate(settings.database_url)
+    migrate(settings.database_url, settings.project)
     log.info("database at head: %s", _safe_url(settings.database_url))
     return 0
 
@@ -171,7 +171,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         print(f"tooltrail serve: {exc}", file=sys.stderr)
         return 2
     if settings.migrate:
-        migrate(settings.database_url)
+        migrate(settings.database_url, settings.project)
     exposed = exposure_warning(settings)
     if exposed:
         log.warning(exposed)
@@ -391,7 +391,7 @@ REGISTRY.add(Command(
 ))
 REGISTRY.add(Command(
     "migrate", "upgrade the database to the newest schema", cmd_migrate,
-    ("database_url", "log_level", "log_format"),
+    ("database_url", "project", "log_level", "log_format"),
 ))
 REGISTRY.add(Command(
     "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,

@@ -11,6 +11,7 @@ import copy
 # is given: a key on the command line shows in `ps`
 API_KEY_ENV = "TOOLTRAIL_API_KEY"
 API_KEY_HELP = f"(env {API_KEY_ENV}; a flag shows in `ps`)"
+PROJECT_HELP = "with --server: the project its REST calls name (default: the server's)"
 
 
 def _has_default(action: argparse.Action) -> bool:

@@ -27,6 +27,8 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from collector.projects import DEFAULT_PROJECT, project_problem
+
 MIB = 1024 * 1024
 ENV_PREFIX = "TOOLTRAIL_"
 # their values are never echoed in an error
@@ -135,6 +137,11 @@ class Settings(BaseSettings):
         ],
         description="extra span/resource attribute keys that carry a conversation id",
     )
+    project: str = Field(
+        DEFAULT_PROJECT, description="the project of data that names none (an OTLP resource "
+        "without `tooltrail.project`, a REST call without `?project=`); `migrate` moves data "
+        "stored before projects into it",
+    )
     keep_plumbing: bool = Field(
         False, description="keep framework plumbing tool calls (adk_*, handoffs, final_result)"
     )
@@ -160,6 +167,14 @@ class Settings(BaseSettings):
         "all", description="span attributes kept beside each call: all | none | key globs, "
         "comma-separated (extracted arguments and results are never kept twice)",
     )
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str) -> str:
+        problem = project_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("retention")
     @classmethod

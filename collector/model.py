@@ -6,6 +6,8 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from collector.projects import DEFAULT_PROJECT
+
 # How sure we are of a trace's conversation key; a higher rank replaces a lower one.
 KEY_FROM_TRACE = 0  # no key seen: the trace id stands in (a one-turn conversation)
 KEY_FROM_SPAN = 1  # a non-root span of the trace carried the key
@@ -68,6 +70,8 @@ class TraceInfo:
     has_agent_root: bool
     attributes: dict[str, Any] = field(default_factory=dict)
     root_span_id: str | None = None  # the trace's root span, when this request carried it
+    # the conversation's project (collector.projects): with conversation_key, what names it
+    project: str = DEFAULT_PROJECT
 
     def __reduce__(self) -> tuple[type[TraceInfo], tuple[Any, ...]]:
         # Pickled by the hundred from the ingest processes: positional arguments pickle and

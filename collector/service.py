@@ -86,6 +86,7 @@ class Service:
             options=ExtractOptions(
                 conversation_keys=tuple(settings.conversation_keys),
                 keep_plumbing=settings.keep_plumbing,
+                project=settings.project,
             ),
             limit=settings.max_request_bytes,
         )

@@ -336,7 +336,8 @@ class Worker:
             (f, e)
             for f in facts
             for e in wanted
-            if (f.id, e.slug, e.version, f.change_seq) not in done
+            if e.project == f.project  # an expectation scores its own project's only
+            and (f.id, e.slug, e.version, f.change_seq) not in done
             and scoring.applies(e.expectation, f)
         ]
         if not todo:

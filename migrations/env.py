@@ -20,6 +20,12 @@ def run() -> None:
         return
     engine = make_engine(config.get_main_option("sqlalchemy.url") or "")
     with engine.connect() as conn:
+        if conn.dialect.name == "sqlite":
+            # Batch mode rebuilds a table by dropping it: with foreign keys on, dropping a
+            # parent (conversations) would cascade-delete its children. (A no-op inside a
+            # transaction, so it is set before one begins.)
+            conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+            conn.commit()
         context.configure(connection=conn, target_metadata=metadata, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()

@@ -18,6 +18,7 @@ from collector.api.schemas import (
 def conversation_summary(row: dict[str, Any]) -> ConversationSummary:
     return ConversationSummary(
         key=row["key"],
+        project=row["project"],
         service=row["service"],
         agents=list(row["agents"] or []),
         first_seen=rfc3339(row["first_seen"]),
@@ -86,6 +87,7 @@ def result(row: dict[str, Any], conversation_key: str | None) -> ResultOut:
 def expectation(row: dict[str, Any]) -> ExpectationOut:
     return ExpectationOut(
         id=row["slug"],
+        project=row["project"],
         version=row["version"],
         active=row["active"],
         created_at=rfc3339(row["created_at"]),

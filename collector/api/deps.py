@@ -17,6 +17,7 @@ from collector.api.errors import ApiError
 from collector.config import Settings
 from collector.metrics import Metrics
 from collector.processes import DeadlineChildren
+from collector.projects import project_problem
 
 
 @dataclass
@@ -53,6 +54,30 @@ def write_conn(request: Request) -> Iterator[Connection]:
 ReadConn = Annotated[Connection, Depends(read_conn)]
 WriteConn = Annotated[Connection, Depends(write_conn)]
 State = Annotated[AppState, Depends(state)]
+
+
+def project_param(
+    request: Request,
+    project: Annotated[str | None, Query(description=(
+        "the project (conversation keys and expectations are scoped by it); default: the "
+        "configured default project"), examples=["default"])] = None,
+) -> str:
+    """The project a request names (`?project=`), else the configured default; 400 when it
+    is not a project name."""
+    return resolve_project(state(request).settings, project)
+
+
+def resolve_project(settings: Settings, project: str | None) -> str:
+    """`project`, else `settings.project`; ApiError (400) when it is not a project name."""
+    if project is None:
+        return settings.project
+    problem = project_problem(project)
+    if problem is not None:
+        raise ApiError(400, problem, {"field": "project"})
+    return project
+
+
+Project = Annotated[str, Depends(project_param)]
 Limit = Annotated[int, Query(ge=1, le=1000, description="page size")]
 CursorParam = Annotated[str | None, Query(description="opaque cursor from next_cursor")]
 TimeParam = Annotated[

@@ -77,7 +77,8 @@ class TurnOut(BaseModel):
 class ConversationSummary(BaseModel):
     """A conversation in a list."""
 
-    key: str
+    key: str = Field(description="its conversation key, unique within its project")
+    project: str = Field(description="its project (collector.projects; `?project=`)")
     service: str | None
     agents: list[str]
     first_seen: Timestamp | None
@@ -171,6 +172,7 @@ class ExpectationOut(BaseModel):
     """A stored expectation version."""
 
     id: str
+    project: str = Field(description="the project whose conversations it scores")
     version: int
     active: bool
     created_at: Timestamp | None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from collector.api.schemas import Selection
+from collector.projects import DEFAULT_PROJECT
 from collector.store import queries, scoring
 from matcher import Expectation
 
@@ -15,13 +16,16 @@ from matcher import Expectation
 COUNT_LIMIT = 2_000
 
 
-def selection(conn: Connection, exp: Expectation, limit: int = COUNT_LIMIT) -> Selection:
-    """The expectation's selector, in words, and how many stored conversations it picks."""
+def selection(
+    conn: Connection, exp: Expectation, project: str = DEFAULT_PROJECT, limit: int = COUNT_LIMIT
+) -> Selection:
+    """The expectation's selector, in words, and how many stored conversations of `project`
+    it picks."""
     selector = exp.selector
     if selector.every:
-        stored: int | None = queries.count_conversations(conn)
+        stored: int | None = queries.count_conversations(conn, project)
     else:
-        facts = scoring.facts_upto(conn, limit)
+        facts = scoring.facts_upto(conn, limit, project)
         stored = None if facts is None else sum(scoring.applies(exp, f) for f in facts)
     return Selection(
         every=selector.every,

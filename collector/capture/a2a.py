@@ -30,6 +30,7 @@ from collector.capture.explicit import as_text, content_digest
 from collector.errors import InvalidPayload
 from collector.extract.traces import derived_key
 from collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
+from collector.projects import DEFAULT_PROJECT
 
 SOURCE = "a2a"
 URI = "https://arksim.arklex.ai/a2a/tool-call-capture/v1"
@@ -143,9 +144,10 @@ def _timestamp_ns(task: dict[str, Any]) -> int | None:
 
 
 class _Reader:
-    def __init__(self, conversation: str | None, now_ns: int) -> None:
+    def __init__(self, conversation: str | None, now_ns: int, project: str) -> None:
         self.conversation = conversation
         self.now_ns = now_ns
+        self.project = project
         self.tasks: dict[str, _Task] = {}
 
     def _task(self, task_id: str, context: Any, where: str, start: int | None) -> _Task:
@@ -228,7 +230,7 @@ class _Reader:
         infos: list[TraceInfo] = []
         skipped: list[Skipped] = []
         for task_id, task in self.tasks.items():
-            turn = derived_key(f"{TURN_PREFIX}{task.conversation}:{task_id}")
+            turn = derived_key(f"{TURN_PREFIX}{self.project}:{task.conversation}:{task_id}")
             seen: dict[str, int] = {}
             for i, entry in enumerate(task.calls):
                 calls.append(_call(turn, entry, task.start_ns + i * TICK_NS, seen))
@@ -237,7 +239,7 @@ class _Reader:
                 key_rank=KEY_FROM_ROOT, service=None, agents=frozenset(),
                 start_ns=task.start_ns,
                 end_ns=task.start_ns + max(len(task.calls), 1) * TICK_NS, has_agent_root=False,
-                attributes={"a2a.task_id": task_id},
+                attributes={"a2a.task_id": task_id}, project=self.project,
             ))
             skipped.extend(task.skipped)
         unextracted = tuple(
@@ -277,9 +279,10 @@ def _call(turn: str, entry: dict[str, Any], start: int, seen: dict[str, int]) ->
 
 
 def read_tasks(body: bytes | str, *, conversation: str | None = None,
-               now_ns: int = 0) -> A2aReading:
-    """A2A Tasks / stream events → Batch (`now_ns` times tasks whose status has no timestamp)."""
-    reader = _Reader(conversation, now_ns)
+               now_ns: int = 0, project: str = DEFAULT_PROJECT) -> A2aReading:
+    """A2A Tasks / stream events → Batch of conversations in `project` (`now_ns` times tasks
+    whose status has no timestamp)."""
+    reader = _Reader(conversation, now_ns, project)
     for item in parse_stream(body):
         reader.add(item["where"], item["value"])
     return reader.finish()

@@ -277,7 +277,8 @@ class _Reader:
         conversation = self.conversation or record.session_id or self.fallback
         if not conversation:
             raise BadEvents(f"event {index}: no session id; give the conversation key")
-        turn_key = derived_key(f"{TURN_PREFIX}{conversation}:{invocation or '-'}")
+        turn_key = derived_key(
+            f"{TURN_PREFIX}{self.options.project}:{conversation}:{invocation or '-'}")
         event_id = str(event.get("id") or f"event-{index}")
         filtered: list[str] = []
         j = 0
@@ -363,7 +364,8 @@ class _Reader:
         infos = tuple(
             TraceInfo(trace_id=key, turn_key=key, conversation_key=t.conversation,
                       key_rank=KEY_FROM_ROOT, service=None, agents=frozenset(t.agents),
-                      start_ns=t.start_ns, end_ns=t.end_ns, has_agent_root=True)
+                      start_ns=t.start_ns, end_ns=t.end_ns, has_agent_root=True,
+                      project=self.options.project)
             for key, t in self.turns.items()
         )
         tools = tuple(sorted({c.name for c in calls}))

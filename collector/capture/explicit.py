@@ -23,6 +23,7 @@ import orjson
 from collector.capture.merge import position_key
 from collector.errors import InvalidPayload
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from collector.projects import DEFAULT_PROJECT
 
 SOURCE = "explicit"
 CALL_KEYS = frozenset({"id", "name", "arguments", "result", "error"})
@@ -106,8 +107,10 @@ def check_index(index: str) -> int:
     return int(index)
 
 
-def explicit_batch(conversation: str, index: int, body: Any, now_ns: int) -> Batch:
-    """The Batch of one explicit capture (`now_ns`: when it arrived)."""
+def explicit_batch(conversation: str, index: int, body: Any, now_ns: int,
+                   project: str = DEFAULT_PROJECT) -> Batch:
+    """The Batch of one explicit capture to `conversation` of `project` (`now_ns`: when it
+    arrived)."""
     if not conversation.strip():
         raise BadCall("key", "the conversation key must not be empty")
     if not isinstance(body, dict):
@@ -122,7 +125,7 @@ def explicit_batch(conversation: str, index: int, body: Any, now_ns: int) -> Bat
     agent = _optional_text(body, "agent")
     service = _optional_text(body, "service")
     attributes = _attributes(body)
-    turn = position_key(conversation, index)
+    turn = position_key(conversation, index, project)
     seen: dict[str, int] = {}
     out = []
     for i, c in enumerate(calls):
@@ -140,5 +143,6 @@ def explicit_batch(conversation: str, index: int, body: Any, now_ns: int) -> Bat
         trace_id=turn, turn_key=turn, conversation_key=conversation, key_rank=KEY_FROM_ROOT,
         service=service, agents=frozenset({agent} if agent else ()), start_ns=now_ns,
         end_ns=now_ns + max(len(out), 1) * TICK_NS, has_agent_root=False, attributes=attributes,
+        project=project,
     )
     return Batch(tuple(out), (info,), span_count=len(out))

@@ -24,6 +24,7 @@ from typing import Any, Generic, TypeVar
 
 from collector.extract.traces import derived_key
 from collector.extract.values import canonical
+from collector.projects import DEFAULT_PROJECT
 from matcher import Call
 
 POSITION_PREFIX = "turn#"
@@ -31,10 +32,11 @@ T = TypeVar("T")
 K = TypeVar("K")
 
 
-def position_key(conversation: str, index: int) -> str:
-    """The turn key of the explicit calls of turn `index` of `conversation` (short enough to
-    index, as the writer keys turns; the position stays readable in its prefix)."""
-    return derived_key(f"{POSITION_PREFIX}{index}:{conversation}")
+def position_key(conversation: str, index: int, project: str = DEFAULT_PROJECT) -> str:
+    """The turn key of the explicit calls of turn `index` of `conversation` in `project`
+    (unique across projects, which turn keys must be; short enough to index, as the writer
+    keys turns; the position stays readable in its prefix)."""
+    return derived_key(f"{POSITION_PREFIX}{index}:{project}:{conversation}")
 
 
 def position_of(turn_key: str) -> int | None:

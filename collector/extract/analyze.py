@@ -22,6 +22,7 @@ from collector.extract.traces import (
 )
 from collector.extract.values import noting
 from collector.model import Batch, RejectedSpan, ToolCall
+from collector.projects import DEFAULT_PROJECT
 
 PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result"})
 DEFAULT_CONVERSATION_KEYS = (
@@ -37,6 +38,7 @@ class ExtractOptions:
 
     conversation_keys: Sequence[str] = DEFAULT_CONVERSATION_KEYS
     keep_plumbing: bool = False
+    project: str = DEFAULT_PROJECT  # of traces whose resource names none (Settings.project)
 
 
 def is_plumbing(name: str) -> bool:
@@ -211,7 +213,8 @@ class _Pass:
                 if note is not None:
                     note.notes = [f"nested duplicate of span {outer}: fills its missing fields"]
         calls.extend(self.requests)
-        infos = tuple(acc.info() for acc in self.traces.values() if acc.relevant)
+        infos = tuple(acc.info(self.options.project) for acc in self.traces.values()
+                      if acc.relevant)
         batch = Batch(tuple(calls), infos, tuple(rejected), tuple(self.unextracted), count)
         return Analysis(batch, list(self.notes.values()))
 

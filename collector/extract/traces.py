@@ -9,6 +9,7 @@ from typing import Any
 
 from collector.extract.otlp import SpanView
 from collector.model import KEY_FROM_ROOT, KEY_FROM_SPAN, KEY_FROM_TRACE, TraceInfo
+from collector.projects import DEFAULT_PROJECT, PROJECT_ATTRIBUTE, project_problem
 
 CONVERSATION_KEYS = (
     "gen_ai.conversation.id",
@@ -47,7 +48,13 @@ def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str,
 
 
 def key_problem(span: SpanView, extra_keys: Sequence[str]) -> str | None:
-    """Why the span's conversation key cannot be stored as sent, or None."""
+    """Why the span's conversation key (or the project its resource names) cannot be stored as
+    sent, or None."""
+    project = span.resource.get(PROJECT_ATTRIBUTE)
+    if project is not None:
+        problem = project_problem(project, f"resource attribute {PROJECT_ATTRIBUTE}")
+        if problem is not None:
+            return problem
     found = conversation_source(span, extra_keys)
     if found is None:
         return None
@@ -123,10 +130,13 @@ class TraceAccumulator:
     relevant: bool = False
     attributes: dict[str, Any] = field(default_factory=dict)
     root_span_id: str | None = None
+    project: str | None = None  # the first resource naming one (PROJECT_ATTRIBUTE)
 
     def add(self, span: SpanView, extra_keys: Sequence[str], is_tool: bool) -> None:
         """Fold one span of this trace in."""
         self.service = self.service or span.service
+        if self.project is None:
+            self.project = span.resource.get(PROJECT_ATTRIBUTE)
         if span.parent_span_id is None:
             self.root_span_id = self.root_span_id or span.span_id
         key = conversation_key(span, extra_keys)
@@ -157,8 +167,9 @@ class TraceAccumulator:
             if isinstance(value, str | int | float | bool) and not key.startswith("gen_ai.input"):
                 self.attributes.setdefault(key, value)
 
-    def info(self) -> TraceInfo:
-        """The TraceInfo this trace's spans add up to."""
+    def info(self, project: str = DEFAULT_PROJECT) -> TraceInfo:
+        """The TraceInfo this trace's spans add up to (in `project` when no resource of them
+        names one)."""
         start = self.agent_start if self.agent_start is not None else self.any_start or 0
         end = self.agent_end if self.agent_end is not None else self.any_end or start
         return TraceInfo(
@@ -173,4 +184,5 @@ class TraceAccumulator:
             has_agent_root=self.has_agent_root,
             attributes=self.attributes,
             root_span_id=self.root_span_id,
+            project=self.project or project,
         )

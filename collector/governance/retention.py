@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, delete, select
 
+from collector.projects import DEFAULT_PROJECT
 from collector.store.bulk import among
 from collector.store.tables import conversations, ingest_errors, metadata, turns
 
@@ -62,9 +63,11 @@ def delete_conversations(conn: Connection, ids: Sequence[int]) -> int:
     return conn.execute(delete(conversations).where(among(conn, conversations.c.id, part))).rowcount
 
 
-def delete_by_key(conn: Connection, key: str) -> bool:
-    """Delete one conversation by key with everything derived from it; False if unknown."""
-    query = select(conversations.c.id).where(conversations.c.key == key)
+def delete_by_key(conn: Connection, key: str, project: str = DEFAULT_PROJECT) -> bool:
+    """Delete `project`'s conversation `key` with everything derived from it; False if
+    unknown."""
+    query = select(conversations.c.id).where(conversations.c.key == key,
+                                             conversations.c.project == project)
     if conn.dialect.name == "postgresql":
         query = query.with_for_update()
     found = conn.execute(query).scalar()

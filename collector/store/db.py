@@ -12,6 +12,7 @@ import orjson
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
+from collector.projects import DEFAULT_PROJECT
 from collector.store import jsonio
 from collector.tasks import cancel
 
@@ -118,14 +119,16 @@ def _checkpoint(path: str, mode: str) -> None:
         conn.close()
 
 
-def alembic_config(url: str) -> Config:
-    """An alembic Config for our migrations directory and `url`. (Alembic is imported where
+def alembic_config(url: str, project: str = DEFAULT_PROJECT) -> Config:
+    """An alembic Config for our migrations directory and `url`; `project` is the default
+    project rows stored before projects move to (migration 0005). (Alembic is imported where
     it is used: processes that never migrate, such as workers, do not pay its memory.)"""
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", normalise_url(url).replace("%", "%%"))
+    config.attributes["default_project"] = project
     return config
 
 
@@ -133,13 +136,14 @@ def alembic_config(url: str) -> Config:
 MIGRATION_LOCK = 0x746F6F6C7472  # "tooltr"
 
 
-def migrate(url: str) -> None:
-    """Apply every migration up to head. On PostgreSQL under a session advisory lock, so
-    replicas starting together migrate one after another (the later ones find it at head)
-    instead of racing to create the same tables."""
+def migrate(url: str, project: str = DEFAULT_PROJECT) -> None:
+    """Apply every migration up to head (`project`: the default project, `alembic_config`).
+    On PostgreSQL under a session advisory lock, so replicas starting together migrate one
+    after another (the later ones find it at head) instead of racing to create the same
+    tables."""
     from alembic import command
 
-    config = alembic_config(url)
+    config = alembic_config(url, project)
     if not normalise_url(url).startswith("postgresql"):
         command.upgrade(config, "head")
         return

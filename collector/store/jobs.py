@@ -27,9 +27,12 @@ class Chunk:
 
 
 def time_filter(spec: dict[str, Any]) -> list[Any]:
-    """SQL conditions for a spec's since/until (unix seconds, on conversation span times)."""
+    """SQL conditions for a spec's project, since and until (unix seconds, on conversation
+    span times)."""
     c = conversations.c
     conditions = []
+    if spec.get("project") is not None:
+        conditions.append(c.project == spec["project"])
     if spec.get("since") is not None:
         conditions.append(c.end_ns >= int(spec["since"] * 1e9))
     if spec.get("until") is not None:
@@ -41,7 +44,7 @@ def create_job(conn: Connection, spec: dict[str, Any], *, chunk_size: int = CHUN
     """Store a job and split the conversations it covers into chunks of id ranges.
 
     `spec`: {"expectations": [[slug, version], …], "selector": {…} | None,
-    "since": float | None, "until": float | None}.
+    "since": float | None, "until": float | None, "project": str | None}.
     """
     now = time.time()
     c = conversations.c
@@ -204,10 +207,15 @@ def list_jobs(
     return [dict(row._mapping) for row in conn.execute(query)]
 
 
-def newest_versions(conn: Connection, slugs: list[str] | None) -> list[list[Any]]:
-    """[[slug, version]] of the newest active version of each (all active when None)."""
+def newest_versions(
+    conn: Connection, slugs: list[str] | None, project: str | None = None
+) -> list[list[Any]]:
+    """[[slug, version]] of the newest active version of each (all active when None), of
+    `project`'s expectations when given."""
     e = expectations.c
     query = active_versions()
     if slugs is not None:
         query = query.where(e.slug.in_(slugs))
+    if project is not None:
+        query = query.where(e.project == project)
     return [[slug, version] for slug, version in conn.execute(query.order_by(e.slug))]

@@ -79,6 +79,7 @@ def _merged(a: TraceInfo, b: TraceInfo) -> TraceInfo:
         has_agent_root=a.has_agent_root or b.has_agent_root,
         attributes={**b.attributes, **a.attributes},
         root_span_id=a.root_span_id or b.root_span_id,
+        project=best.project,  # the project goes with the key
     )
 
 
@@ -125,23 +126,34 @@ def _insert_returning(conn: Connection, table: Table, rows: Sequence[dict[str, A
 
 def ensure_conversations(
     conn: Connection, infos: Sequence[TraceInfo], now: float
-) -> dict[str, int]:
-    """Conversation key → id, creating missing conversations."""
-    first = {i.conversation_key: i for i in infos}
+) -> dict[tuple[str, str], int]:
+    """(project, conversation key) → id, creating missing conversations."""
+    first = {(i.project, i.conversation_key): i for i in infos}
     if not first:
         return {}
-    found: dict[str, int] = dict(lookup(conn, "conversations", "key", "key, id", list(first)))
+    found = _conversation_ids(conn, first)
     missing = [first[k] for k in sorted(first) if k not in found]
     if not missing:
         return found
-    rows = [{"key": i.conversation_key, "service": i.service,
+    rows = [{"project": i.project, "key": i.conversation_key, "service": i.service,
              "agents": dumps(sorted(i.agents)), "attributes": dumps(i.attributes),
              "first_seen": now, "last_seen": now, "start_ns": i.start_ns, "end_ns": i.end_ns,
              **COUNTER_DEFAULTS} for i in missing]
-    found.update(_insert_returning(conn, conversations, rows, "key, id"))
-    late = [i.conversation_key for i in missing if i.conversation_key not in found]
-    found.update(lookup(conn, "conversations", "key", "key, id", late))  # another writer's
+    found.update(((project, key), cid) for project, key, cid in
+                 _insert_returning(conn, conversations, rows, "project, key, id"))
+    late = {k: first[k] for k in first if k not in found}  # another writer's
+    found.update(_conversation_ids(conn, late))
     return found
+
+
+def _conversation_ids(
+    conn: Connection, wanted: dict[tuple[str, str], TraceInfo]
+) -> dict[tuple[str, str], int]:
+    """Ids of the stored conversations among `wanted` (looked up by key, kept by project)."""
+    keys = sorted({key for _, key in wanted})
+    return {(project, key): cid
+            for project, key, cid in lookup(conn, "conversations", "key", "project, key, id", keys)
+            if (project, key) in wanted}
 
 
 def write_batches(
@@ -195,7 +207,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     orphans: set[int] = set()
 
     new_turns = [  # in key order, so that concurrent writers lock in the same order
-        {"conversation_id": conv_ids[i.conversation_key], "turn_key": i.turn_key,
+        {"conversation_id": conv_ids[(i.project, i.conversation_key)], "turn_key": i.turn_key,
          "trace_id": i.trace_id, "start_ns": i.start_ns, "end_ns": i.end_ns,
          "key_rank": i.key_rank, "has_agent_root": i.has_agent_root,
          "agents": dumps(sorted(i.agents)), "root_span_id": i.root_span_id}
@@ -211,7 +223,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         info = infos[key]
         target, rank = row.conversation_id, row.key_rank
         if info.key_rank > row.key_rank:
-            target, rank = conv_ids[info.conversation_key], info.key_rank
+            target, rank = conv_ids[(info.project, info.conversation_key)], info.key_rank
             if target != row.conversation_id:
                 orphans.add(row.conversation_id)
                 recount.update((row.conversation_id, target))

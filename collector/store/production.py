@@ -42,7 +42,7 @@ DAY = 24 * HOUR
 VERSION_ATTRIBUTE = "service.version"
 UNKNOWN = ""  # a turn with no service, version or agent is kept under the empty name
 
-Key = tuple[str, str, str, int]  # SIGNAL_KEY: service, version, agent, bucket
+Key = tuple[str, str, str, str, int]  # SIGNAL_KEY: project, service, version, agent, bucket
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +124,8 @@ def _turn_signals(conn: Connection, facts: Sequence[ConversationFacts],
                     failed += 1
             signal = TurnSignal(len(calls), failed, unexecuted,
                                 sum(pending.get(tid, 0) for tid in tids), tools)
-            key = (service or UNKNOWN, str(version) if version is not None else UNKNOWN,
+            key = (f.project, service or UNKNOWN,
+                   str(version) if version is not None else UNKNOWN,
                    ",".join(agents), start // 1_000_000_000 // HOUR * HOUR)
             yield KeptTurn(tids[0], cid, key, signal)
 
@@ -141,7 +142,7 @@ def _kept(conn: Connection, ids: list[int], turn_ids: list[int]) -> list[KeptTur
         for row in conn.execute(select(signal_turns).where(where)):
             found[row.turn_id] = KeptTurn(
                 row.turn_id, row.conversation_id,
-                (row.service, row.version, row.agent, row.bucket),
+                (row.project, row.service, row.version, row.agent, row.bucket),
                 TurnSignal(row.calls, row.failed, row.unexecuted, row.pending, row.tools or {}),
             )
     return list(found.values())
@@ -174,7 +175,8 @@ def _apply(conn: Connection, deltas: dict[Key, Counts]) -> None:
          "histogram": {}, "tools": {}} for key in keys])
     b = signal_buckets.c
     for key in keys:
-        where = [b.service == key[0], b.version == key[1], b.agent == key[2], b.bucket == key[3]]
+        where = [b.project == key[0], b.service == key[1], b.version == key[2],
+                 b.agent == key[3], b.bucket == key[4]]
         query = select(signal_buckets).where(*where)
         if conn.dialect.name == "postgresql":
             query = query.with_for_update()
@@ -190,8 +192,9 @@ def _apply(conn: Connection, deltas: dict[Key, Counts]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class SignalRow:
-    """The counts of one (service, version, agent) in one bucket."""
+    """The counts of one (project, service, version, agent) in one bucket."""
 
+    project: str
     service: str
     version: str
     agent: str
@@ -202,6 +205,7 @@ class SignalRow:
 def buckets(
     conn: Connection,
     *,
+    project: str | None = None,
     service: str | None = None,
     version: str | None = None,
     agent: str | None = None,
@@ -209,11 +213,12 @@ def buckets(
     until: float | None = None,
     width: int = HOUR,
 ) -> list[SignalRow]:
-    """Counts per (service, version, agent) and bucket of `width` seconds (a multiple of an
-    hour), oldest first; `since`/`until` select hours by their start."""
+    """Counts per (project, service, version, agent) and bucket of `width` seconds (a
+    multiple of an hour), oldest first; `since`/`until` select hours by their start."""
     b = signal_buckets.c
     query = select(signal_buckets)
-    for column, value in ((b.service, service), (b.version, version), (b.agent, agent)):
+    for column, value in ((b.project, project), (b.service, service), (b.version, version),
+                          (b.agent, agent)):
         if value is not None:
             query = query.where(column == value)
     if since is not None:
@@ -222,24 +227,26 @@ def buckets(
         query = query.where(b.bucket < until)
     sums: dict[Key, Counts] = {}
     for row in conn.execute(query):
-        key = (row.service, row.version, row.agent, row.bucket // width * width)
+        key = (row.project, row.service, row.version, row.agent, row.bucket // width * width)
         sums.setdefault(key, Counts()).merge(_counts(row))
     return [SignalRow(*key, counts) for key, counts in sorted(sums.items(),
-                                                               key=lambda kv: (kv[0][3], kv[0]))]
+                                                               key=lambda kv: (kv[0][4], kv[0]))]
 
 
 def totals(
     conn: Connection,
     *,
+    project: str | None = None,
     service: str | None = None,
     agent: str | None = None,
     since: float | None = None,
     until: float | None = None,
 ) -> dict[tuple[str, str], Counts]:
-    """Counts per (service, version) over the range (all agents unless one is named)."""
+    """Counts per (service, version) over the range (all agents unless one is named; every
+    project unless one is named)."""
     out: dict[tuple[str, str], Counts] = {}
-    for row in buckets(conn, service=service, agent=agent, since=since, until=until,
-                       width=1 << 40):
+    for row in buckets(conn, project=project, service=service, agent=agent, since=since,
+                       until=until, width=1 << 40):
         out.setdefault((row.service, row.version), Counts()).merge(row.counts)
     return out
 

@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from collector.capture.merge import merged_rows
 from collector.extract.otlp import clean_text
 from collector.extract.reconcile import reconcile_rows
+from collector.projects import DEFAULT_PROJECT
 from collector.store.bulk import among
 from collector.store.jobs import create_job
 from collector.store.tables import (
@@ -45,11 +46,14 @@ def list_conversations(
     reason: str | None = None,
     key_contains: str | None = None,
     source: str | None = None,
+    project: str | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations, newest first (by id), filtered. `passed`, `expectation` and `reason`
     ask for one current result having all of them."""
     c = conversations.c
     query = select(conversations).order_by(c.id.desc()).limit(limit)
+    if project is not None:
+        query = query.where(c.project == project)
     if agent is not None:
         query = query.where(json_list_contains(conn, c.agents, agent))
     if passed is not None or expectation is not None or reason is not None:
@@ -89,9 +93,12 @@ def list_conversations(
     return [dict(r._mapping) for r in conn.execute(query)]
 
 
-def count_conversations(conn: Connection) -> int:
-    """How many conversations are stored."""
-    return int(conn.execute(select(func.count()).select_from(conversations)).scalar_one())
+def count_conversations(conn: Connection, project: str | None = None) -> int:
+    """How many conversations are stored (in `project`)."""
+    query = select(func.count()).select_from(conversations)
+    if project is not None:
+        query = query.where(conversations.c.project == project)
+    return int(conn.execute(query).scalar_one())
 
 
 def current_verdicts(
@@ -118,10 +125,14 @@ def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
     return select(each.c.value).where(each.c.value == value).exists()
 
 
-def get_conversation(conn: Connection, key: str) -> dict[str, Any] | None:
-    """One conversation row by key, normalised as ingest stored it (NUL → U+FFFD)."""
+def get_conversation(
+    conn: Connection, key: str, project: str = DEFAULT_PROJECT
+) -> dict[str, Any] | None:
+    """One conversation row of `project` by key, normalised as ingest stored it (NUL →
+    U+FFFD)."""
     key = clean_text(key)
-    row = conn.execute(select(conversations).where(conversations.c.key == key)).first()
+    c = conversations.c
+    row = conn.execute(select(conversations).where(c.key == key, c.project == project)).first()
     return None if row is None else dict(row._mapping)
 
 
@@ -172,9 +183,10 @@ def expectation_versions(conn: Connection, slug: str) -> list[dict[str, Any]]:
 
 
 def list_expectations(
-    conn: Connection, *, include_inactive: bool, limit: int, after_id: int | None
+    conn: Connection, *, include_inactive: bool, limit: int, after_id: int | None,
+    project: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The newest version of each expectation, by id of that version."""
+    """The newest version of each expectation (of `project`), by id of that version."""
     e = expectations.c
     newest = select(e.slug, func.max(e.version).label("v")).group_by(e.slug).subquery()
     query = (
@@ -185,16 +197,26 @@ def list_expectations(
     )
     if not include_inactive:
         query = query.where(e.active)
+    if project is not None:
+        query = query.where(e.project == project)
     if after_id is not None:
         query = query.where(e.id > after_id)
     return [dict(r._mapping) for r in conn.execute(query)]
 
 
 def add_expectation_version(
-    conn: Connection, slug: str, body: dict[str, Any], *, must_exist: bool
+    conn: Connection, slug: str, body: dict[str, Any], *, must_exist: bool,
+    project: str = DEFAULT_PROJECT,
 ) -> int:
-    """Store a new version and queue a rescoring job for it; returns the version number."""
+    """Store a new version in `project` and queue a rescoring job for it over the project's
+    conversations; returns the version number. A slug names one expectation across projects
+    (results name their expectation by it)."""
     current = latest_expectation(conn, slug)
+    if current is not None and current["project"] != project:
+        if must_exist:
+            raise LookupError(slug)
+        raise Conflict(f"expectation {slug!r} belongs to project {current['project']!r}; "
+                       "a slug names one expectation across projects")
     if must_exist and current is None:
         raise LookupError(slug)
     if not must_exist and current is not None and current["active"]:
@@ -204,12 +226,13 @@ def add_expectation_version(
     try:
         conn.execute(
             expectations.insert().values(
-                slug=slug, version=version, body=body, active=True, created_at=now
+                slug=slug, version=version, body=body, active=True, created_at=now,
+                project=project,
             )
         )
     except IntegrityError as exc:  # a concurrent writer took this version number
         raise Conflict(f"expectation {slug!r} was changed concurrently; retry") from exc
-    create_job(conn, {"expectations": [[slug, version]], "selector": None})
+    create_job(conn, {"expectations": [[slug, version]], "selector": None, "project": project})
     return version
 
 
@@ -232,8 +255,10 @@ def list_results(
     since: float | None,
     until: float | None,
     history: bool = False,
+    project: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Results that count (every result with `history`) newest first, filtered."""
+    """Results that count (every result with `history`) of `project`'s conversations, newest
+    first, filtered."""
     r = results.c
     query = (
         select(*result_columns(), conversations.c.key.label("conversation_key"))
@@ -243,6 +268,8 @@ def list_results(
     )
     if not history:
         query = query.where(counts())
+    if project is not None:
+        query = query.where(conversations.c.project == project)
     for column, value in (
         (r.expectation, expectation),
         (r.conversation_id, conversation_id),

@@ -49,6 +49,7 @@ class ConversationFacts:
     attributes: dict[str, Any]
     change_seq: int
     last_seen: float
+    project: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ActiveExpectation:
     slug: str
     version: int
     expectation: Expectation
+    project: str  # it scores only this project's conversations
 
 
 def claim_dirty(
@@ -172,30 +174,35 @@ def active_expectations(conn: Connection) -> list[ActiveExpectation]:
     e = expectations.c
     newest = active_versions().subquery()
     rows = conn.execute(
-        select(e.slug, e.version, e.body)
+        select(e.slug, e.version, e.body, e.project)
         .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.version))
         .where(e.active)
     )
-    return [ActiveExpectation(s, v, parse_expectation(body)) for s, v, body in rows]
+    return [ActiveExpectation(s, v, parse_expectation(body), p) for s, v, body, p in rows]
 
 
 def _facts_query() -> Select[Any]:
     c = conversations.c
     return select(
-        c.id, c.key, c.service, c.agents, c.attributes, c.change_seq, c.last_seen
+        c.id, c.key, c.service, c.agents, c.attributes, c.change_seq, c.last_seen, c.project
     ).order_by(c.id)
 
 
 def _facts(r: Any) -> ConversationFacts:
     return ConversationFacts(
         r.id, r.key, r.service, tuple(r.agents or ()), r.attributes or {}, r.change_seq,
-        r.last_seen,
+        r.last_seen, r.project,
     )
 
 
-def facts_upto(conn: Connection, limit: int) -> list[ConversationFacts] | None:
-    """The facts of every stored conversation, or None when there are more than `limit`."""
-    rows = conn.execute(_facts_query().limit(limit + 1)).all()
+def facts_upto(
+    conn: Connection, limit: int, project: str | None = None
+) -> list[ConversationFacts] | None:
+    """The facts of every stored conversation (of `project`), or None when there are more
+    than `limit`."""
+    query = _facts_query() if project is None else _facts_query().where(
+        conversations.c.project == project)
+    rows = conn.execute(query.limit(limit + 1)).all()
     return None if len(rows) > limit else [_facts(r) for r in rows]
 
 

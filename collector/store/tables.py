@@ -39,7 +39,9 @@ conversations = Table(
     "conversations",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
-    Column("key", Text, nullable=False, unique=True),
+    # a key names one conversation within its project (migration 0005; collector.projects)
+    Column("project", Text, nullable=False),
+    Column("key", Text, nullable=False),
     Column("service", Text),
     Column("agents", Json, nullable=False, default=list),
     Column("attributes", Json, nullable=False, default=dict),
@@ -54,6 +56,8 @@ conversations = Table(
     Column("scored_seq", Integer, nullable=False, default=0),
     Column("lease_until", Float),
     Column("lease_owner", Text),
+    # key first: the writer looks conversations up by key (then keeps the project's)
+    UniqueConstraint("key", "project", name="uq_conversations_project_key"),
     Index("ix_conversations_start", "start_ns"),
 )
 
@@ -123,6 +127,9 @@ expectations = Table(
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
     Column("slug", Text, nullable=False),
+    # it scores only its project's conversations (migration 0005); slugs are unique across
+    # projects, so a result's expectation names one project's
+    Column("project", Text, nullable=False),
     Column("version", Integer, nullable=False),
     Column("body", Json, nullable=False),
     Column("active", Boolean, nullable=False, default=True),
@@ -244,13 +251,14 @@ ingest_errors = Table(
 # Production signals (migration 0004; collector.store.production). Each logical turn's
 # contribution is kept, so that when a conversation changes its buckets are corrected by the
 # difference, never recounted from the calls.
-SIGNAL_KEY = ("service", "version", "agent", "bucket")
+SIGNAL_KEY = ("project", "service", "version", "agent", "bucket")  # project: migration 0005
 
 signal_turns = Table(
     "signal_turns",
     metadata,
     Column("turn_id", Id, primary_key=True, autoincrement=False),  # the logical turn's first
     Column("conversation_id", Id, nullable=False),
+    Column("project", Text, nullable=False),
     Column("service", Text, nullable=False),
     Column("version", Text, nullable=False),
     Column("agent", Text, nullable=False),
@@ -266,6 +274,7 @@ signal_turns = Table(
 signal_buckets = Table(
     "signal_buckets",
     metadata,
+    Column("project", Text, nullable=False),
     Column("service", Text, nullable=False),
     Column("version", Text, nullable=False),
     Column("agent", Text, nullable=False),
@@ -279,6 +288,6 @@ signal_buckets = Table(
     Column("pending", Integer, nullable=False),
     Column("histogram", Json, nullable=False),
     Column("tools", Json, nullable=False),
-    PrimaryKeyConstraint(*SIGNAL_KEY),
+    PrimaryKeyConstraint(*SIGNAL_KEY, name="pk_signal_buckets"),
     Index("ix_signal_buckets_bucket", "bucket"),
 )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from collector.cli import Program, Registry
-from collector.clihelp import API_KEY_HELP, HelpFormatter
+from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
 from collector.suites.report import EXIT_ERROR
 
 
@@ -41,6 +41,7 @@ def check_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", type=float, default=60.0, metavar="SECONDS",
                    help="with --server: how long to wait for pending scoring (default 60)")
     p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
+    p.add_argument("--project", metavar="NAME", help=PROJECT_HELP)
     p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
                    help="an extra attribute key carrying the conversation id (repeatable)")
     p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")
@@ -86,7 +87,8 @@ def run_check(argv: list[str]) -> int:
 
         try:
             report = check_remote(suite, args.server, wait=args.wait, api_key=args.api_key,
-                                  with_conversations=args.format == "json" or bool(args.html))
+                                  with_conversations=args.format == "json" or bool(args.html),
+                                  project=args.project)
         except RemoteError as exc:
             return _error("check", str(exc))
     else:

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import API_KEY_HELP, HelpFormatter
+from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
 from collector.store.scoring import NOT_EXECUTED
 from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
@@ -50,10 +50,11 @@ def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions
             return scoring.trajectory(conn, row["id"])
 
 
-def server_trajectory(url: str, key: str, api_key: str | None) -> Trajectory:
+def server_trajectory(url: str, key: str, api_key: str | None,
+                      project: str | None = None) -> Trajectory:
     from collector.suites.remote import Server
 
-    status, body = Server(url, api_key).call(
+    status, body = Server(url, api_key, project).call(
         "GET", f"/api/v1/conversations/{urllib.parse.quote(key, safe='')}")
     if status == 404:
         raise GoldenError(f"no conversation {key!r} on {url}")
@@ -107,6 +108,7 @@ def run(argv: list[str]) -> int:
     p.add_argument("--conversation", required=True, metavar="KEY", help="the conversation to pin")
     p.add_argument("--server", metavar="URL", help="read it from a running tooltrail instead")
     p.add_argument("--api-key", help=f"with --server: an API key (read role) {API_KEY_HELP}")
+    p.add_argument("--project", metavar="NAME", help=PROJECT_HELP)
     p.add_argument("--id", help="the expectation id (default: from the key)")
     p.add_argument("--match", default="strict", help="order mode of the expectation")
     p.add_argument("--arguments", default="exact", help="argument mode of its calls")
@@ -122,7 +124,8 @@ def run(argv: list[str]) -> int:
     from collector.suites.remote import RemoteError
 
     try:
-        trajectory = (server_trajectory(args.server, args.conversation, args.api_key)
+        trajectory = (server_trajectory(args.server, args.conversation, args.api_key,
+                                        args.project)
                       if args.server else
                       offline_trajectory(args.inputs, args.conversation,
                                          ExtractOptions(DEFAULT_CONVERSATION_KEYS),

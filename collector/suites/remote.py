@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import API_KEY_ENV, API_KEY_HELP, HelpFormatter
+from collector.clihelp import API_KEY_ENV, API_KEY_HELP, PROJECT_HELP, HelpFormatter
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite, SuiteError, load_suite
 from matcher import parse_expectation
@@ -45,9 +45,13 @@ class RemoteError(Exception):
 class Server:
     url: str
     api_key: str | None = None
+    project: str | None = None  # every call names it (?project=); None: the server's default
 
     def call(self, method: str, path: str, body: Any = None, *,
              timeout: float = TIMEOUT) -> tuple[int, Any]:
+        if self.project is not None:
+            path += ("&" if "?" in path else "?") + urllib.parse.urlencode(
+                {"project": self.project})
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url.rstrip("/") + path, data=data, method=method)
         if data is not None:
@@ -122,9 +126,10 @@ def apply(suite: Suite, server: Server, *, prune: bool) -> list[str]:
 
 
 def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = None,
-                 with_conversations: bool = False) -> Report:
-    """Verdicts the server computed for the suite's expectations, once scoring is current."""
-    server = Server(url, api_key)
+                 with_conversations: bool = False, project: str | None = None) -> Report:
+    """Verdicts the server computed for the suite's expectations, once scoring is current
+    (the conversations and expectations of `project`, else of the server's default)."""
+    server = Server(url, api_key, project)
     wanted = wanted_bodies(suite)
     stored = {e["id"]: e for e in server.pages("/api/v1/expectations", include_inactive="true")}
     versions: dict[str, int] = {}
@@ -190,10 +195,12 @@ def run_apply(argv: list[str]) -> int:
     p.add_argument("--prune", action="store_true",
                    help="deactivate this suite's expectations that the file no longer has")
     p.add_argument("--api-key", help=f"an admin API key {API_KEY_HELP}")
+    p.add_argument("--project", metavar="NAME", help=PROJECT_HELP)
     args = p.parse_args(argv)
     try:
         suite = load_suite(Path(args.suite))
-        for line in apply(suite, Server(args.server, args.api_key), prune=args.prune):
+        for line in apply(suite, Server(args.server, args.api_key, args.project),
+                          prune=args.prune):
             print(line)
     except (SuiteError, RemoteError) as exc:
         print(f"tooltrail apply: {exc}", file=sys.stderr)

@@ -12,11 +12,13 @@ from sqlalchemy import Connection
 
 from collector.api import convert
 from collector.api.deps import (
+    AppState,
     ReadConn,
     State,
     decode_cursor,
     encode_cursor,
     parse_time,
+    resolve_project,
     rfc3339,
 )
 from collector.api.errors import ApiError
@@ -42,6 +44,12 @@ def page(request: Request, template: str, status: int = 200, **context: Any) -> 
 
 def _flag(value: str | None) -> bool | None:
     return {"true": True, "false": False}.get((value or "").lower())
+
+
+def _project(app: AppState, value: str | None) -> str:
+    """The page's project (`?project=`, else the configured default); ApiError when it is not
+    a project name."""
+    return resolve_project(app.settings, value or None)
 
 
 def _ns(value: str | None, field: str) -> int | None:
@@ -70,6 +78,8 @@ def css() -> Response:
 def conversations_page(
     request: Request,
     conn: ReadConn,
+    app: State,
+    project: Text = None,
     q: Text = None,
     service: Text = None,
     agent: Text = None,
@@ -90,6 +100,7 @@ def conversations_page(
         "since": since or None, "until": until or None,
     }  # fmt: skip
     try:
+        f["project"] = _project(app, project)
         before_id = decode_cursor(cursor)
         since_ns, until_ns = _ns(since, "since"), _ns(until, "until")
     except ApiError as exc:  # a hand-edited address: say what is wrong, as a page
@@ -108,6 +119,7 @@ def conversations_page(
         since_ns=since_ns,
         until_ns=until_ns,
         key_contains=f["q"],
+        project=f["project"],
     )
     more = len(rows) > PAGE
     rows = rows[:PAGE]
@@ -153,11 +165,17 @@ def conversation_verdicts(
 
 
 @router.get("/ui/conversations/{key:path}")
-def conversation_page(key: str, request: Request, conn: ReadConn) -> HTMLResponse:
+def conversation_page(key: str, request: Request, conn: ReadConn, app: State,
+                      project: Text = None) -> HTMLResponse:
     """One conversation's turns and calls, beside every applicable verdict."""
-    row = queries.get_conversation(conn, key)
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    row = queries.get_conversation(conn, key, scope)
     if row is None:
-        return page(request, "missing.html", status=404, what=f"No conversation {key!r}.")
+        return page(request, "missing.html", status=404,
+                    what=f"No conversation {key!r} in project {scope!r}.")
     conversation = convert.conversation(row, queries.conversation_turns(conn, row["id"]))
     c = conversation.model_dump()
     verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
@@ -165,16 +183,24 @@ def conversation_page(key: str, request: Request, conn: ReadConn) -> HTMLRespons
 
 
 @router.get("/ui/expectations")
-def expectations_page(request: Request, conn: ReadConn, cursor: Text = None) -> HTMLResponse:
+def expectations_page(request: Request, conn: ReadConn, app: State, project: Text = None,
+                      cursor: Text = None) -> HTMLResponse:
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
     rows = queries.list_expectations(
-        conn, include_inactive=True, limit=PAGE + 1, after_id=decode_cursor(cursor)
+        conn, include_inactive=True, limit=PAGE + 1, after_id=decode_cursor(cursor),
+        project=scope,
     )
     next_url = None
     if len(rows) > PAGE:
-        next_url = "/ui/expectations?cursor=" + encode_cursor(rows[PAGE - 1]["id"])
+        next_url = "/ui/expectations?" + urlencode(
+            {"project": scope, "cursor": encode_cursor(rows[PAGE - 1]["id"])})
     return page(
         request,
         "expectations.html",
+        project=scope,
         rows=[convert.expectation(r).model_dump() for r in rows[:PAGE]],
         next_url=next_url,
     )
@@ -225,14 +251,20 @@ def jobs_page(request: Request, conn: ReadConn) -> HTMLResponse:
 
 
 @router.get("/ui/signals")
-def signals_page(request: Request, conn: ReadConn, service: Text = None) -> HTMLResponse:
-    """One service's versions side by side (all agents, all time)."""
-    totals = production.totals(conn)
+def signals_page(request: Request, conn: ReadConn, app: State, project: Text = None,
+                 service: Text = None) -> HTMLResponse:
+    """One service's versions side by side in one project (all agents, all time)."""
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    totals = production.totals(conn, project=scope)
     services = sorted({s for s, _ in totals})
     chosen = service if service is not None else (services[0] if services else None)
-    versions = [Group(project=s, service=s, version=v, agent="", figures=Figures.of(c))
+    versions = [Group(project=scope, service=s, version=v, agent="", figures=Figures.of(c))
                 for (s, v), c in sorted(totals.items()) if s == chosen]
-    return page(request, "signals.html", service=chosen, services=services, versions=versions)
+    return page(request, "signals.html", service=chosen, services=services, versions=versions,
+                project=scope)
 
 
 @router.get("/ui/signin")

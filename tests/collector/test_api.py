@@ -61,7 +61,8 @@ def test_summary_is_micro_averaged(server: Server) -> None:
 def test_error_shape_everywhere(server: Server) -> None:
     missing = get(server, "/api/v1/conversations/nope")
     assert missing.status_code == 404
-    assert missing.json() == {"error": {"code": "not_found", "message": "no conversation 'nope'"}}
+    assert missing.json() == {"error": {"code": "not_found",
+                                        "message": "no conversation 'nope' in project 'default'"}}
     with server.client() as client:
         bad = client.post("/api/v1/expectations", json={
             "id": "bad", "calls": [{"name": "a", "arguments": {"n": {"$aprox": 1}}}]})

@@ -41,7 +41,7 @@ def flag(name: str) -> str:
 
 @pytest.mark.parametrize(
     ("command", "settings"),
-    [("migrate", {"database_url", "log_level", "log_format"}), ("worker", WORKER),
+    [("migrate", {"database_url", "project", "log_level", "log_format"}), ("worker", WORKER),
      ("serve", set(Settings.model_fields))],
 )
 def test_each_command_offers_only_its_settings(command: str, settings: set[str]) -> None:

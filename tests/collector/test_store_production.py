@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+import sqlalchemy as sa
 from sqlalchemy import Engine, func, inspect, select
 
 from collector.extract import extract
@@ -74,11 +75,13 @@ def test_migration_0004_creates_and_drops_the_signal_tables(database_url: str) -
     command.upgrade(config, "0004")
     engine.dispose()
     assert {"signal_turns", "signal_buckets"} <= set(inspect(engine).get_table_names())
+    row = {"service": "s", "version": "1", "agent": "", "bucket": 0, "turns": 1,
+           "zero_turns": 1, "calls": 0, "calls_sq": 0, "failed": 0, "unexecuted": 0,
+           "pending": 0, "histogram": {"0": 1}, "tools": {}}
+    at_0004 = sa.table("signal_buckets", *(  # the table as 0004 made it (0005 adds project)
+        sa.column(name, signal_buckets.c[name].type) for name in row))
     with engine.begin() as conn:
-        conn.execute(signal_buckets.insert(), [{
-            "service": "s", "version": "1", "agent": "", "bucket": 0, "turns": 1,
-            "zero_turns": 1, "calls": 0, "calls_sq": 0, "failed": 0, "unexecuted": 0,
-            "pending": 0, "histogram": {"0": 1}, "tools": {}}])
+        conn.execute(at_0004.insert(), [row])
     command.downgrade(config, "0003")
     engine.dispose()
     assert "signal_buckets" not in inspect(engine).get_table_names()

@@ -15,6 +15,7 @@ import math
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -22,6 +23,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 
+from collector.api.deps import Project
 from collector.api.errors import error_body
 from collector.api.schemas import ErrorBody
 from collector.capture import a2a, adk_events, explicit
@@ -119,7 +121,7 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
     api = APIRouter(tags=["capture"])
     limit = settings.max_request_bytes
     options = ExtractOptions(tuple(settings.conversation_keys),
-                             keep_plumbing=settings.keep_plumbing)
+                             keep_plumbing=settings.keep_plumbing, project=settings.project)
 
     async def capture(request: Request, transport: str, allowed: tuple[str, ...],
                       read: Callable[[bytes, str], Batch | a2a.A2aReading],
@@ -164,14 +166,15 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
         responses={**REFUSALS, 400: {"model": ErrorBody, "description":
                                      "a field rule broken (details.field names it)"}},
     )
-    async def explicit_calls(key: str, index: str, request: Request) -> JSONResponse:
+    async def explicit_calls(key: str, index: str, request: Request,
+                             project: Project) -> JSONResponse:
         """Explicit calls of turn `index` (zero-based, by start order), merged with the traced
         calls of that turn when they are read: by call id, then by (name, arguments); the
         explicit call wins; calls matching nothing are kept. A resend stores nothing new."""
 
         def read(body: bytes, _: str) -> Batch:
             position = explicit.check_index(index)
-            return explicit.explicit_batch(key, position, _json(body), time.time_ns())
+            return explicit.explicit_batch(key, position, _json(body), time.time_ns(), project)
 
         return await capture(request, "explicit", JSON_TYPES, read,
                              lambda b, _: CaptureAck(conversation=key, turns=1,
@@ -184,11 +187,12 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
             t: {"schema": {"type": "string"}} for t in (*LINE_TYPES, *JSON_TYPES)}}},
         responses=REFUSALS,
     )
-    async def adk(key: str, request: Request) -> JSONResponse:
+    async def adk(key: str, request: Request, project: Project) -> JSONResponse:
         """ADK events of conversation `key`: each invocation is a turn; seed 004's rules."""
 
         def read(body: bytes, _: str) -> Batch:
-            return adk_events.read_events(body, conversation=key, options=options).batch
+            return adk_events.read_events(body, conversation=key,
+                                          options=replace(options, project=project)).batch
 
         return await capture(request, "adk_events", (*LINE_TYPES, *JSON_TYPES), read,
                              lambda b, _: CaptureAck(conversation=key, turns=len(b.traces),
@@ -201,12 +205,14 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
             t: {"schema": {"type": "object"}} for t in (*JSON_TYPES, *LINE_TYPES)}}},
         responses=REFUSALS,
     )
-    async def a2a_tasks(request: Request, conversation: str | None = None) -> JSONResponse:
+    async def a2a_tasks(request: Request, project: Project,
+                        conversation: str | None = None) -> JSONResponse:
         """Tasks (each a turn of its contextId, or of `conversation`), extension
         https://arksim.arklex.ai/a2a/tool-call-capture/v1 (seed 000's rules)."""
 
         def read(body: bytes, _: str) -> a2a.A2aReading:
-            return a2a.read_tasks(body, conversation=conversation, now_ns=time.time_ns())
+            return a2a.read_tasks(body, conversation=conversation, now_ns=time.time_ns(),
+                                  project=project)
 
         def ack(batch: Batch, found: Any) -> CaptureAck:
             keys = {i.conversation_key for i in batch.traces}

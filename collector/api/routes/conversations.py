@@ -14,6 +14,7 @@ from collector.api import convert
 from collector.api.deps import (
     CursorParam,
     Limit,
+    Project,
     ReadConn,
     State,
     TimeParam,
@@ -45,6 +46,7 @@ router = APIRouter(
 @router.get("", response_model=ConversationPage)
 def list_conversations(
     conn: ReadConn,
+    project: Project,
     limit: Limit = 50,
     cursor: CursorParam = None,
     service: str | None = None,
@@ -60,7 +62,7 @@ def list_conversations(
     source: Annotated[str | None, Query(
         description="has a call of this provenance: otel, explicit, a2a, adk_events")] = None,
 ) -> ConversationPage:
-    """Conversations, newest first."""
+    """Conversations of the project, newest first."""
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
     rows = queries.list_conversations(
         conn,
@@ -75,6 +77,7 @@ def list_conversations(
         passed=passed,
         expectation=expectation,
         source=source,
+        project=project,
     )
     rows, next_cursor = page(rows, limit)
     return ConversationPage(
@@ -90,6 +93,7 @@ POLL = 0.2  # seconds between looks while waiting
 async def conversation_results(
     key: str,
     app: State,
+    project: Project,
     all: Annotated[bool, Query(description="include history")] = False,
     wait: Annotated[float, Query(ge=0, le=MAX_WAIT, description=(
         "seconds to wait while the conversation's scoring is pending; the answer comes as "
@@ -102,7 +106,7 @@ async def conversation_results(
 
     def look() -> ConversationResults | None:
         with engine.connect() as conn:
-            row = queries.get_conversation(conn, key)
+            row = queries.get_conversation(conn, key, project)
             if row is None:
                 return None
             rows = queries.conversation_results(conn, row["id"], history=all)
@@ -115,25 +119,27 @@ async def conversation_results(
             break
         await asyncio.sleep(min(POLL, max(0.0, deadline - time.monotonic())))
     if answer is None:
-        raise ApiError(404, f"no conversation {key!r}")
+        raise ApiError(404, f"no conversation {key!r} in project {project!r}")
     return answer
 
 
 @router.get("/{key:path}", response_model=ConversationOut)
-def get_conversation(key: str, conn: ReadConn) -> ConversationOut:
-    """One conversation: its turns in order, each turn's tool calls in order."""
-    row = queries.get_conversation(conn, key)
+def get_conversation(key: str, conn: ReadConn, project: Project) -> ConversationOut:
+    """One conversation of the project: its turns in order, each turn's tool calls in order."""
+    row = queries.get_conversation(conn, key, project)
     if row is None:
-        raise ApiError(404, f"no conversation {key!r}")
+        raise ApiError(404, f"no conversation {key!r} in project {project!r}")
     return convert.conversation(row, queries.conversation_turns(conn, row["id"]))
 
 
 @router.delete("/{key:path}", status_code=204, responses={403: {"model": ErrorBody}})
-def delete_conversation(key: str, conn: WriteConn, app: State) -> Response:
-    """Delete one conversation with its turns, tool calls, results and ingest errors (an
-    admin key: privacy requests). Spans of it that arrive later make a new conversation."""
-    if not retention.delete_by_key(conn, key):
-        raise ApiError(404, f"no conversation {key!r}")
+def delete_conversation(key: str, conn: WriteConn, app: State, project: Project) -> Response:
+    """Delete one conversation of the project with its turns, tool calls, results and ingest
+    errors (an admin key: privacy requests); the same key in other projects is kept. Spans of
+    it that arrive later make a new conversation."""
+    if not retention.delete_by_key(conn, key, project):
+        raise ApiError(404, f"no conversation {key!r} in project {project!r}")
     app.metrics.deleted_conversations.labels("request").inc()
-    log.info("deleted conversation %r and everything derived from it (on request)", key)
+    log.info("deleted conversation %r of project %r and everything derived from it "
+             "(on request)", key, project)
     return Response(status_code=204)

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
+from sqlalchemy import Connection
 
 from collector.api import convert
 from collector.api.bodies import ExpectationBody
 from collector.api.deps import (
     CursorParam,
     Limit,
+    Project,
     ReadConn,
     State,
     TimeParam,
@@ -43,6 +45,17 @@ router = APIRouter(
 )
 
 
+def of_project(conn: Connection, slug: str, project: str,
+               version: int | None = None) -> dict[str, Any]:
+    """The expectation `slug` (its newest version, or `version`) when it belongs to
+    `project`; else 404."""
+    row = queries.latest_expectation(conn, slug, version)
+    if row is None or row["project"] != project:
+        raise ApiError(404, f"no expectation {slug!r}" + (f" version {version}" if version else "")
+                       + f" in project {project!r}")
+    return row
+
+
 def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
     """Parse an expectation or answer 400 naming the bad field."""
     try:
@@ -58,16 +71,21 @@ def parse(body: dict[str, Any], *, require_id: bool = True) -> Expectation:
     response_model=ExpectationCreated,
     responses={409: {"model": ErrorBody}},
 )
-def create_expectation(body: ExpectationBody, conn: WriteConn, app: State) -> ExpectationCreated:
-    """Register an expectation; every stored conversation it applies to is scored. The answer
-    says which conversations it selects: with no selector, every conversation."""
+def create_expectation(
+    body: ExpectationBody, conn: WriteConn, app: State, project: Project
+) -> ExpectationCreated:
+    """Register an expectation in the project; every stored conversation of the project it
+    applies to is scored. The answer says which conversations it selects: with no selector,
+    every conversation of the project. A slug names one expectation across projects (409 when
+    another project has it)."""
     exp = parse(body)
     assert exp.id is not None
     try:
-        version = queries.add_expectation_version(conn, exp.id, exp.to_dict(), must_exist=False)
+        version = queries.add_expectation_version(conn, exp.id, exp.to_dict(), must_exist=False,
+                                                  project=project)
     except queries.Conflict as exc:
         raise ApiError(409, str(exc)) from exc
-    selects = selection(conn, exp)
+    selects = selection(conn, exp, project)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
@@ -87,31 +105,33 @@ def validate_expectation(body: ExpectationBody) -> ValidationOut:
 @router.get("/expectations", response_model=ExpectationPage)
 def list_expectations(
     conn: ReadConn,
+    project: Project,
     limit: Limit = 50,
     cursor: CursorParam = None,
     include_inactive: bool = False,
 ) -> ExpectationPage:
-    """The newest version of each expectation."""
+    """The newest version of each expectation of the project."""
     rows = queries.list_expectations(
-        conn, include_inactive=include_inactive, limit=limit + 1, after_id=decode_cursor(cursor)
+        conn, include_inactive=include_inactive, limit=limit + 1, after_id=decode_cursor(cursor),
+        project=project,
     )
     rows, next_cursor = page(rows, limit)
     return ExpectationPage(data=[convert.expectation(r) for r in rows], next_cursor=next_cursor)
 
 
 @router.get("/expectations/{slug}", response_model=ExpectationOut)
-def get_expectation(slug: str, conn: ReadConn, version: VersionParam = None) -> ExpectationOut:
+def get_expectation(
+    slug: str, conn: ReadConn, project: Project, version: VersionParam = None
+) -> ExpectationOut:
     """The newest version, or `version`."""
-    row = queries.latest_expectation(conn, slug, version)
-    if row is None:
-        raise ApiError(404, f"no expectation {slug!r}" + (f" version {version}" if version else ""))
-    return convert.expectation(row)
+    return convert.expectation(of_project(conn, slug, project, version))
 
 
 @router.get("/expectations/{slug}/summary", response_model=SummaryOut)
 def expectation_summary(
     slug: str,
     conn: ReadConn,
+    project: Project,
     bucket: Annotated[Literal["1h", "1d"] | None, Query(description="time buckets")] = None,
     since: TimeParam = None,
     until: TimeParam = None,
@@ -120,8 +140,7 @@ def expectation_summary(
     """Counts, pass rate, micro precision/recall/F1, per tool, common failure reasons, and
     the same per time bucket (by conversation start), over the results that count: those of
     the active version (so a `version` other than the active one has none)."""
-    if queries.latest_expectation(conn, slug) is None:
-        raise ApiError(404, f"no expectation {slug!r}")
+    of_project(conn, slug, project)
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
     figures = summary.expectation_summary(
         conn,
@@ -143,7 +162,7 @@ def expectation_summary(
     responses={409: {"model": ErrorBody}},
 )
 def replace_expectation(
-    slug: str, body: ExpectationBody, conn: WriteConn, app: State
+    slug: str, body: ExpectationBody, conn: WriteConn, app: State, project: Project
 ) -> ExpectationCreated:
     """Store a new version (history kept); conversations it applies to are rescored."""
     body = {**body}
@@ -151,12 +170,14 @@ def replace_expectation(
         raise ApiError(400, f"id: {body['id']!r} does not match the path {slug!r}")
     exp = parse(body)
     try:
-        version = queries.add_expectation_version(conn, slug, exp.to_dict(), must_exist=True)
+        version = queries.add_expectation_version(conn, slug, exp.to_dict(), must_exist=True,
+                                                  project=project)
     except LookupError as exc:
-        raise ApiError(404, f"no expectation {slug!r}; POST it first") from exc
+        raise ApiError(404, f"no expectation {slug!r} in project {project!r}; POST it first"
+                       ) from exc
     except queries.Conflict as exc:
         raise ApiError(409, str(exc)) from exc
-    selects = selection(conn, exp)
+    selects = selection(conn, exp, project)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
@@ -164,8 +185,9 @@ def replace_expectation(
 
 
 @router.delete("/expectations/{slug}", status_code=204, response_class=Response)
-def deactivate_expectation(slug: str, conn: WriteConn) -> Response:
+def deactivate_expectation(slug: str, conn: WriteConn, project: Project) -> Response:
     """Deactivate: it is no longer scored; results and history are kept."""
+    of_project(conn, slug, project)
     if not queries.deactivate_expectation(conn, slug):
         raise ApiError(404, f"no expectation {slug!r}")
     return Response(status_code=204)

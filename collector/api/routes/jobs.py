@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from collector.api.deps import (
     CursorParam,
     Limit,
+    Project,
     ReadConn,
     State,
     WriteConn,
@@ -55,25 +56,29 @@ def job_id(raw: str) -> int:
 
 
 @router.post("", status_code=202, response_model=JobCreated)
-def create_job(body: JobIn, conn: WriteConn, app: State) -> JobCreated:
-    """Rescore stored conversations; the job is split into chunks any worker can claim."""
+def create_job(body: JobIn, conn: WriteConn, app: State, project: Project) -> JobCreated:
+    """Rescore the project's stored conversations against its expectations; the job is split
+    into chunks any worker can claim."""
     selector = None
     if body.selector is not None:
         try:
             selector = parse_selector(body.selector).to_dict()
         except InvalidExpectation as exc:
             raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
-    versions = jobs.newest_versions(conn, body.expectations)
+    versions = jobs.newest_versions(conn, body.expectations, project)
     missing = sorted(set(body.expectations or ()) - {slug for slug, _ in versions})
     if missing:
-        raise ApiError(400, f"expectations: no active expectation {missing[0]!r}")
+        raise ApiError(400, f"expectations: no active expectation {missing[0]!r} "
+                       f"in project {project!r}")
     if not versions:
-        raise ApiError(400, "expectations: there is no active expectation to score")
+        raise ApiError(400, f"expectations: project {project!r} has no active expectation "
+                       "to score")
     spec = {
         "expectations": versions,
         "selector": selector,
         "since": parse_time(body.since, "since"),
         "until": parse_time(body.until, "until"),
+        "project": project,
     }
     new_id = jobs.create_job(conn, spec)
     conn.commit()

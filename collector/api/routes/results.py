@@ -10,6 +10,7 @@ from collector.api import convert
 from collector.api.deps import (
     CursorParam,
     Limit,
+    Project,
     ReadConn,
     TimeParam,
     decode_cursor,
@@ -31,6 +32,7 @@ router = APIRouter(
 @router.get("/results", response_model=ResultPage)
 def list_results(
     conn: ReadConn,
+    project: Project,
     limit: Limit = 50,
     cursor: CursorParam = None,
     expectation: str | None = None,
@@ -40,12 +42,12 @@ def list_results(
     until: TimeParam = None,
     all: Annotated[bool, Query(description="include superseded results")] = False,
 ) -> ResultPage:
-    """Results, newest first."""
+    """Results of the project's conversations, newest first."""
     conversation_id = None
     if conversation is not None:
-        row = queries.get_conversation(conn, conversation)
+        row = queries.get_conversation(conn, conversation, project)
         if row is None:
-            raise ApiError(404, f"no conversation {conversation!r}")
+            raise ApiError(404, f"no conversation {conversation!r} in project {project!r}")
         conversation_id = row["id"]
     rows = queries.list_results(
         conn,
@@ -57,6 +59,7 @@ def list_results(
         since=parse_time(since, "since"),
         until=parse_time(until, "until"),
         history=all,
+        project=project,
     )
     rows, next_cursor = page(rows, limit)
     return ResultPage(

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from collector.api.deps import ReadConn, State, TimeParam, parse_time, rfc3339
+from collector.api.deps import Project, ReadConn, State, TimeParam, parse_time, rfc3339
 from collector.api.errors import ApiError
 from collector.api.schemas import ErrorBody
 from collector.production.counts import Counts
@@ -59,7 +59,7 @@ def _bin_order(item: tuple[str, int]) -> int:
 class Group(BaseModel):
     """The figures of one (service, version, agent), over the range or in one bucket."""
 
-    project: str = Field(description="the project: its service name (no other project yet)")
+    project: str = Field(description="the project (resource `tooltrail.project`, `?project=`)")
     service: str = Field(description="resource `service.name` (empty when none was sent)")
     version: str = Field(description="resource `service.version` (empty when none was sent)")
     agent: str = Field(description="the turn's agent names, comma-separated (empty: none)")
@@ -107,15 +107,9 @@ class DriftOut(BaseModel):
 Service = Annotated[str | None, Query(description="resource service.name")]
 
 
-def _service(project: str | None, service: str | None) -> str | None:
-    if project is not None and service is not None and project != service:
-        raise ApiError(400, "project and service differ: a project is its service name")
-    return service if service is not None else project
-
-
-def _group(service: str, version: str, agent: str, counts: Counts,
+def _group(project: str, service: str, version: str, agent: str, counts: Counts,
            bucket: int | None = None) -> Group:
-    return Group(project=service, service=service, version=version, agent=agent,
+    return Group(project=project, service=service, version=version, agent=agent,
                  bucket_start=rfc3339(bucket) if bucket is not None else None,
                  figures=Figures.of(counts))
 
@@ -123,7 +117,7 @@ def _group(service: str, version: str, agent: str, counts: Counts,
 @router.get("/signals", response_model=SignalsOut)
 def signals(
     conn: ReadConn,
-    project: Annotated[str | None, Query(description="a project (its service name)")] = None,
+    project: Project,
     service: Service = None,
     agent: Annotated[str | None, Query(description="the turn's agent names")] = None,
     version: Annotated[str | None, Query(description="resource service.version")] = None,
@@ -131,17 +125,20 @@ def signals(
     until: TimeParam = None,
     bucket: Literal["1h", "1d"] = "1h",
 ) -> SignalsOut:
-    """Signals per (service, version, agent): totals over the range and per bucket."""
+    """The project's signals per (service, version, agent): totals over the range and per
+    bucket."""
     rows = production.buckets(
-        conn, service=_service(project, service), version=version, agent=agent,
+        conn, project=project, service=service, version=version, agent=agent,
         since=parse_time(since, "since"), until=parse_time(until, "until"), width=WIDTHS[bucket])
-    totals: dict[tuple[str, str, str], Counts] = {}
+    totals: dict[tuple[str, str, str, str], Counts] = {}
     for row in rows:
-        totals.setdefault((row.service, row.version, row.agent), Counts()).merge(row.counts)
+        totals.setdefault((row.project, row.service, row.version, row.agent),
+                          Counts()).merge(row.counts)
     return SignalsOut(
         bucket=bucket,
         versions=[_group(*key, counts) for key, counts in sorted(totals.items())],
-        buckets=[_group(r.service, r.version, r.agent, r.counts, r.bucket) for r in rows],
+        buckets=[_group(r.project, r.service, r.version, r.agent, r.counts, r.bucket)
+                 for r in rows],
     )
 
 
@@ -165,6 +162,7 @@ def _measure(m: Measure) -> MeasureOut:
 def signals_drift(
     conn: ReadConn,
     app: State,
+    project: Project,
     service: Annotated[str, Query(description="resource service.name")],
     agent: Annotated[str | None, Query(description="only this agent's turns")] = None,
     baseline: Annotated[str | None, Query(description="the baseline service.version")] = None,
@@ -179,16 +177,18 @@ def signals_drift(
     when none is named)."""
     lo, hi = parse_time(since, "since"), parse_time(until, "until")
     if baseline is not None and candidate is not None:
-        both = production.totals(conn, service=service, agent=agent, since=lo, until=hi)
+        both = production.totals(conn, project=project, service=service, agent=agent,
+                                 since=lo, until=hi)
         base = both.get((service, baseline), Counts())
         cand = both.get((service, candidate), Counts())
     elif baseline_since is not None or baseline_until is not None:
         if lo is None:
             raise ApiError(400, "a window comparison needs since (the candidate window)")
         version = candidate or baseline
-        base = _window(conn, service, agent, version, parse_time(baseline_since, "baseline_since"),
+        base = _window(conn, project, service, agent, version,
+                       parse_time(baseline_since, "baseline_since"),
                        parse_time(baseline_until, "baseline_until"))
-        cand = _window(conn, service, agent, version, lo, hi)
+        cand = _window(conn, project, service, agent, version, lo, hi)
     else:
         raise ApiError(400, "give baseline and candidate versions, or baseline_since/"
                        "baseline_until and since/until windows")
@@ -200,7 +200,8 @@ def signals_drift(
                     measures=[_measure(m) for m in measures])
 
 
-def _window(conn: ReadConn, service: str, agent: str | None, version: str | None,
-            since: float | None, until: float | None) -> Counts:
-    found = production.totals(conn, service=service, agent=agent, since=since, until=until)
+def _window(conn: ReadConn, project: str, service: str, agent: str | None,
+            version: str | None, since: float | None, until: float | None) -> Counts:
+    found = production.totals(conn, project=project, service=service, agent=agent,
+                              since=since, until=until)
     return Counts.total(c for (_, v), c in found.items() if version is None or v == version)
