@@ -14,12 +14,7 @@ from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
 from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
-from collector.extract.traces import (
-    TraceAccumulator,
-    conversation_source,
-    is_agent_span,
-    key_problem,
-)
+from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span, key_problem
 from collector.extract.values import noting
 from collector.model import Batch, RejectedSpan, ToolCall
 from collector.projects import DEFAULT_PROJECT
@@ -75,24 +70,26 @@ def analyze(
     """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason."""
     options = options or ExtractOptions()
     rejected: list[RejectedSpan] = []
-    views: list[SpanView] = []
+    views: list[tuple[SpanView, tuple[str, str] | None]] = []  # a span, its conversation key
+    find_key = KeyFinder(options.conversation_keys)
     count = 0
     with noting() as lossy:
         for raw, resource, scope in iter_spans(request):
             count += 1
             try:
                 view = span_view(raw, resource, scope)
-                problem = key_problem(view, options.conversation_keys)
+                found = find_key(view)
+                problem = key_problem(view, found)
                 if problem is not None:
                     raise BadSpan(problem)
-                views.append(view)
+                views.append((view, found))
             except BadSpan as exc:
                 rejected.append(RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name,
                                              str(exc)))
-        index = {(v.trace_id, v.span_id): v for v in views}
+        index = {(v.trace_id, v.span_id): v for v, _ in views}
         pass_ = _Pass(options, index, explain)
-        for span in views:
-            pass_.add(span)
+        for span, found in views:
+            pass_.add(span, found)
         analysis = pass_.finish(rejected, count)
     analysis.batch = replace(analysis.batch, lossy=lossy_counts([lossy]))
     return analysis
@@ -121,18 +118,21 @@ class _Pass:
         self.unextracted: list[RejectedSpan] = []
         self.traces: dict[str, TraceAccumulator] = {}
         self.notes: dict[tuple[str, str], SpanNote] = {}
+        self.scratch = SpanNote("", "", None, "", "span", 0)
 
-    def add(self, span: SpanView) -> None:
+    def add(self, span: SpanView, found: tuple[str, str] | None) -> None:
+        """Fold in one span and its conversation key (`conversation_source`)."""
+        # Without explain, a span's note is written and never read: one scratch note serves.
         note = SpanNote(span.trace_id, span.span_id, span.parent_span_id, span.name, "span",
-                        span.start_ns)
+                        span.start_ns) if self.explain else self.scratch
         contributed = (self._tool(span, note) or self._llm(span, note)
                        or self._approval(span, note))
         acc = self.traces.get(span.trace_id)
         if acc is None:
             acc = self.traces[span.trace_id] = TraceAccumulator(span.trace_id)
-        acc.add(span, self.options.conversation_keys, contributed)
+        acc.add(span, found, contributed)
         if self.explain:
-            self._describe_trace_facts(span, note)
+            self._describe_trace_facts(span, found, note)
             self.notes[(span.trace_id, span.span_id)] = note
 
     def _tool(self, span: SpanView, note: SpanNote) -> bool:
@@ -185,8 +185,9 @@ class _Pass:
             note.notes.extend(f"call {describe(c)} ({c.status})" for c in calls)
         return True
 
-    def _describe_trace_facts(self, span: SpanView, note: SpanNote) -> None:
-        found = conversation_source(span, self.options.conversation_keys)
+    def _describe_trace_facts(
+        self, span: SpanView, found: tuple[str, str] | None, note: SpanNote
+    ) -> None:
         if found is not None:
             note.notes.append(f"conversation key {found[0]!r} ({found[1]})")
         if is_agent_span(span):

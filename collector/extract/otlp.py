@@ -20,7 +20,7 @@ MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed
 MAX_TIME_NS = 2**63 - 1
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen, as SpanView
 class Event:
     """A span event: its name and attributes."""
 
@@ -29,9 +29,9 @@ class Event:
     attributes: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a call per field
 class SpanView:
-    """One span with its resource, decoded to plain Python values."""
+    """One span with its resource, decoded to plain Python values (read-only by contract)."""
 
     trace_id: str
     span_id: str
@@ -97,11 +97,31 @@ def clean_text(text: str) -> str:
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    """Decode a repeated KeyValue field into a dict (a later duplicate key wins, noted)."""
+    """Decode a repeated KeyValue field into a dict (a later duplicate key wins, noted).
+
+    Every span's attributes pass here, so the common values (ASCII text without NUL, ints,
+    bools) are read inline; anything else takes `clean_text` / `any_value`, which note what
+    they convert. The result is exactly `{clean_text(k): any_value(v)}`."""
     out: dict[str, Any] = {}
     kv: KeyValue
     for kv in pairs:
-        out[clean_text(kv.key)] = any_value(kv.value)
+        key = kv.key
+        if "\x00" in key or not key.isascii():
+            key = clean_text(key)
+        value = kv.value
+        text = value.string_value  # non-empty only when the value is a string
+        if text:
+            out[key] = text if text.isascii() and "\x00" not in text else clean_text(text)
+            continue
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            out[key] = text
+        elif kind == "int_value":
+            out[key] = value.int_value
+        elif kind == "bool_value":
+            out[key] = value.bool_value
+        else:
+            out[key] = any_value(value)
     if len(out) != len(pairs):
         note(DUPLICATE_KEY)
     return out
@@ -123,29 +143,35 @@ def _time(value: int, what: str) -> int:
 
 def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
     """Decode one span; raises BadSpan when its ids or timestamps are invalid."""
-    trace_id = _hex_id(span.trace_id, 16, "trace_id")
-    span_id = _hex_id(span.span_id, 8, "span_id")
-    start = _time(span.start_time_unix_nano, "start_time_unix_nano")
-    end = _time(span.end_time_unix_nano, "end_time_unix_nano")
-    parent = span.parent_span_id.hex() if span.parent_span_id and any(span.parent_span_id) else None
-    if parent is not None and len(span.parent_span_id) != 8:
-        raise BadSpan(f"parent_span_id must be 8 bytes, got {len(span.parent_span_id)}")
+    raw_trace, raw_span, raw_parent = span.trace_id, span.span_id, span.parent_span_id
+    trace_id = _hex_id(raw_trace, 16, "trace_id")
+    span_id = _hex_id(raw_span, 8, "span_id")
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if start > MAX_TIME_NS or end > MAX_TIME_NS:
+        _time(start, "start_time_unix_nano")
+        _time(end, "end_time_unix_nano")
+    parent = raw_parent.hex() if raw_parent and any(raw_parent) else None
+    if parent is not None and len(raw_parent) != 8:
+        raise BadSpan(f"parent_span_id must be 8 bytes, got {len(raw_parent)}")
+    name = span.name
+    status = span.status
+    message = status.message
     return SpanView(
         trace_id=trace_id,
         span_id=span_id,
         parent_span_id=parent,
-        name=clean_text(span.name),
+        name=name if name.isascii() and "\x00" not in name else clean_text(name),
         start_ns=start,
-        end_ns=max(end, start),
+        end_ns=end if end > start else start,
         attributes=attributes(span.attributes),
         resource=resource,
         scope=scope,
-        status_error=span.status.code == Status.STATUS_CODE_ERROR,
-        status_message=clean_text(span.status.message),
+        status_error=status.code == Status.STATUS_CODE_ERROR,
+        status_message=clean_text(message) if message else message,
         events=tuple(
             Event(clean_text(e.name), e.time_unix_nano, attributes(e.attributes))
             for e in span.events
-        ),
+        ) if span.events else (),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,33 +30,64 @@ AGENT_KINDS = frozenset({"workflow", "agent"})  # traceloop.span.kind
 ADK_SCOPE = "gcp.vertex.agent"  # its legacy root span `invocation` carries no attributes
 GENAI_PREFIXES = ("gen_ai.", "openinference.", "llm.", "traceloop.", "ai.", "gcp.vertex.agent.")
 MAX_SELECTOR_ATTRIBUTES = 64
+_SELECTOR_TYPES = (str, int, float)  # bool is an int
 # A conversation key is stored as sent and looked up as sent; a unique index holds it, and
 # PostgreSQL's B-tree refuses entries past about 2.7 kB, so a longer key is refused, not cut.
 MAX_KEY_BYTES = 1024
 
 
-def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str, str] | None:
-    """(conversation id, the attribute it came from) of a span or its resource, if any. The id
-    is the value as sent (a number as its decimal text); only blank values count as absent."""
-    for where, source in (("", span.attributes), ("resource ", span.resource)):
-        for key in (*CONVERSATION_KEYS, *extra_keys):
-            if key in NOT_CONVERSATION_KEYS:
-                continue
-            value = source.get(key)
-            if value is not None and str(value).strip():
-                return str(value), where + key
+@functools.lru_cache(maxsize=32)
+def key_names(extra_keys: tuple[str, ...]) -> tuple[str, ...]:
+    """The attributes that may carry a conversation id, in the order they are tried."""
+    return tuple(k for k in (*CONVERSATION_KEYS, *extra_keys) if k not in NOT_CONVERSATION_KEYS)
+
+
+def _key_in(attrs: dict[str, Any], names: tuple[str, ...], where: str) -> tuple[str, str] | None:
+    for key in names:
+        value = attrs.get(key)
+        if value is not None:
+            text = str(value)
+            if text.strip():
+                return text, where + key
     return None
 
 
-def key_problem(span: SpanView, extra_keys: Sequence[str]) -> str | None:
-    """Why the span's conversation key (or the project its resource names) cannot be stored as
-    sent, or None."""
+def conversation_source(span: SpanView, extra_keys: Sequence[str]) -> tuple[str, str] | None:
+    """(conversation id, the attribute it came from) of a span or its resource, if any. The id
+    is the value as sent (a number as its decimal text); only blank values count as absent."""
+    names = key_names(tuple(extra_keys))
+    return _key_in(span.attributes, names, "") or _key_in(span.resource, names, "resource ")
+
+
+class KeyFinder:
+    """`conversation_source` for the spans of one request: each resource's own key is looked
+    up once, however many spans it has."""
+
+    def __init__(self, extra_keys: Sequence[str]) -> None:
+        self.names = key_names(tuple(extra_keys))
+        # id(resource) → (resource, its key): the resource is held so that its id stays its own
+        self._resources: dict[int, tuple[dict[str, Any], tuple[str, str] | None]] = {}
+
+    def __call__(self, span: SpanView) -> tuple[str, str] | None:
+        found = _key_in(span.attributes, self.names, "")
+        if found is not None:
+            return found
+        resource = span.resource
+        known = self._resources.get(id(resource))
+        if known is None:
+            known = self._resources[id(resource)] = (
+                resource, _key_in(resource, self.names, "resource "))
+        return known[1]
+
+
+def key_problem(span: SpanView, found: tuple[str, str] | None) -> str | None:
+    """Why the span's conversation key `found` (its `conversation_source`) or the project its
+    resource names cannot be stored as sent, or None."""
     project = span.resource.get(PROJECT_ATTRIBUTE)
     if project is not None:
         problem = project_problem(project, f"resource attribute {PROJECT_ATTRIBUTE}")
         if problem is not None:
             return problem
-    found = conversation_source(span, extra_keys)
     if found is None:
         return None
     return key_size_problem(found[0], f"conversation key ({found[1]})")
@@ -80,12 +112,6 @@ def derived_key(key: str) -> str:
     return f"{raw[:MAX_KEY_BYTES - 80].decode('utf-8', 'ignore')}…sha256:{digest}"
 
 
-def conversation_key(span: SpanView, extra_keys: Sequence[str]) -> str | None:
-    """The conversation id a span (or its resource) carries, if any."""
-    found = conversation_source(span, extra_keys)
-    return found[0] if found else None
-
-
 def is_agent_span(span: SpanView) -> bool:
     """True for spans that mark a top-level or nested agent run."""
     attrs = span.attributes
@@ -102,14 +128,6 @@ def is_agent_span(span: SpanView) -> bool:
             return True
         return any(key.startswith(GENAI_PREFIXES) for key in attrs)
     return False
-
-
-def _lo(current: int | None, value: int) -> int:
-    return value if current is None else min(current, value)
-
-
-def _hi(current: int | None, value: int) -> int:
-    return value if current is None else max(current, value)
 
 
 @dataclass(slots=True)
@@ -132,40 +150,46 @@ class TraceAccumulator:
     root_span_id: str | None = None
     project: str | None = None  # the first resource naming one (PROJECT_ATTRIBUTE)
 
-    def add(self, span: SpanView, extra_keys: Sequence[str], is_tool: bool) -> None:
-        """Fold one span of this trace in."""
-        self.service = self.service or span.service
+    def add(self, span: SpanView, found: tuple[str, str] | None, is_tool: bool) -> None:
+        """Fold one span of this trace in; `found` is its `conversation_source`."""
+        if not self.service:
+            self.service = span.service
         if self.project is None:
             self.project = span.resource.get(PROJECT_ATTRIBUTE)
-        if span.parent_span_id is None:
-            self.root_span_id = self.root_span_id or span.span_id
-        key = conversation_key(span, extra_keys)
-        if key is not None:
-            rank = KEY_FROM_ROOT if span.parent_span_id is None else KEY_FROM_SPAN
-            if rank > self.rank or (rank == self.rank and span.start_ns < self.key_start):
-                self.key, self.rank, self.key_start = key, rank, span.start_ns
+        start, end, root = span.start_ns, span.end_ns, span.parent_span_id is None
+        if root and self.root_span_id is None:
+            self.root_span_id = span.span_id
+        if found is not None:
+            rank = KEY_FROM_ROOT if root else KEY_FROM_SPAN
+            if rank > self.rank or (rank == self.rank and start < self.key_start):
+                self.key, self.rank, self.key_start = found[0], rank, start
             self.relevant = True
         agent_name = span.attributes.get("gen_ai.agent.name")
         if isinstance(agent_name, str) and agent_name:
             self.agents.add(agent_name)
         if is_agent_span(span):
             self.has_agent_root = self.relevant = True
-            self.agent_start = _lo(self.agent_start, span.start_ns)
-            self.agent_end = _hi(self.agent_end, span.end_ns)
+            if self.agent_start is None or start < self.agent_start:
+                self.agent_start = start
+            if self.agent_end is None or end > self.agent_end:
+                self.agent_end = end
             self._keep_attributes(span.attributes)
         if is_tool:
             self.relevant = True
-        self.any_start = _lo(self.any_start, span.start_ns)
-        self.any_end = _hi(self.any_end, span.end_ns)
-        if not self.attributes or span.parent_span_id is None:
+        if self.any_start is None or start < self.any_start:
+            self.any_start = start
+        if self.any_end is None or end > self.any_end:
+            self.any_end = end
+        if not self.attributes or root:
             self._keep_attributes(span.resource)
 
     def _keep_attributes(self, source: dict[str, Any]) -> None:
+        kept = self.attributes
         for key, value in source.items():
-            if len(self.attributes) >= MAX_SELECTOR_ATTRIBUTES:
+            if len(kept) >= MAX_SELECTOR_ATTRIBUTES:
                 return
-            if isinstance(value, str | int | float | bool) and not key.startswith("gen_ai.input"):
-                self.attributes.setdefault(key, value)
+            if isinstance(value, _SELECTOR_TYPES) and not key.startswith("gen_ai.input"):
+                kept.setdefault(key, value)
 
     def info(self, project: str = DEFAULT_PROJECT) -> TraceInfo:
         """The TraceInfo this trace's spans add up to (in `project` when no resource of them
