@@ -36,7 +36,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from collector.extract import ExtractOptions, extract
-from collector.extract_report import read_request
+from collector.receivers.codec import JSON, PROTOBUF, decode_body
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 TOOLS = ("get_weather", "search", "lookup", "transfer_to_billing", "final_result",
@@ -501,6 +501,14 @@ CAPTURE_OPTIONS = (
     ("default", ExtractOptions()),
     ("plumbing", ExtractOptions(keep_plumbing=True)),
 )
+
+
+def read_request(path: Path) -> ExportTraceServiceRequest:
+    """A capture file decoded as a receiver decodes a request body (no span is refused)."""
+    media = PROTOBUF if path.suffix == ".pb" else JSON
+    request, refused = decode_body(path.read_bytes(), media, None, 1 << 30)
+    assert not refused, f"{path}: the decoder refused spans"
+    return request  # type: ignore[no-any-return]
 
 
 def capture_outcomes(path: Path) -> Iterator[tuple[str, str]]:
