@@ -137,6 +137,37 @@ def test_mcp_client_span_under_outer_execute_tool_is_one_call() -> None:
         "call_1", ARGUMENTS, RESULT, "ok")  # the result comes from the MCP span
 
 
+def test_mcp_span_under_a_renamed_tool_is_that_call_but_a_sub_agents_is_not() -> None:
+    """Frameworks rename MCP tools for the model (a server prefix): the MCP client span right
+    under the tool span is still its execution. Under a sub-agent run inside a tool, an MCP
+    call is the sub-agent's own call and stays apart."""
+    tp, exporter = capture()
+    tracer = tp.get_tracer("tests.genai2026")
+    mcp = {"mcp.method.name": "tools/call", "gen_ai.operation.name": "execute_tool",
+           "mcp.session.id": SESSION}
+    renamed = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "weather_get-weather",
+               "gen_ai.tool.call.id": "call_1", "gen_ai.tool.call.arguments": ARGUMENTS,
+               "gen_ai.tool.call.result": RESULT}
+    failed = {**mcp, "gen_ai.tool.name": "get-weather", "error.type": "tool_error"}
+    expert = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "ask_expert"}
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    with span(tracer, "invoke_agent travel", agent):
+        with (span(tracer, "execute_tool weather_get-weather", renamed),
+              span(tracer, "tools/call get-weather", failed, SpanKind.CLIENT)):
+            pass
+        with (span(tracer, "execute_tool ask_expert", expert),
+              span(tracer, "invoke_agent expert", agent),
+              span(tracer, "tools/call search", {**mcp, "gen_ai.tool.name": "search"},
+                   SpanKind.CLIENT)):
+            pass
+    calls = reconcile(extract(to_request(exporter.get_finished_spans())).calls)
+    assert [(c.name, c.convention, c.status, c.error) for c in calls] == [
+        ("weather_get-weather", "genai", "error", "tool_error"),
+        ("ask_expert", "genai", "ok", None),
+        ("search", "mcp", "ok", None),
+    ]
+
+
 @pytest.mark.parametrize("outer_tool", [False, True], ids=["mcp-only", "under-execute_tool"])
 def test_tool_error_marks_a_failed_call_with_status_unset(outer_tool: bool) -> None:
     _, calls, _ = run(outer_tool=outer_tool, failed=True)
