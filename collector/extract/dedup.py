@@ -1,7 +1,8 @@
 """Executions of one call seen more than once become one (docs/conventions.md, "Each call once").
 
 - nested: a tool span under a tool span of the same name (MCP client and server spans,
-  Agent Framework's `execute_tool X` > `tools/call X`) — by ancestry, or, when the chain between
+  Agent Framework's `execute_tool X` > `tools/call X`), or an MCP `tools/call` span directly
+  under another convention's tool span whatever its name — by ancestry, or, when the chain between
   them was not stored, a span that carries nothing but its name inside the time range of a
   same-name call;
 - the same call id is one call;
@@ -121,15 +122,25 @@ def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Co
 
 def _nested_in(call: ToolCall, walk: ParentOf, kept: _Kept) -> str | None:
     span: str | None = call.parent_span_id
-    for _ in range(MAX_DEPTH):
+    for depth in range(MAX_DEPTH):
         if span is None:
             return None
         primary = kept.alias.get(span, span)
         found = kept.calls.get(primary)
-        if found is not None and found.name == call.name and ids_agree(found, call):
+        if found is not None and ids_agree(found, call) and (
+                found.name == call.name or (depth == 0 and _mcp_under_tool(call, found))):
             return primary
         span = walk(span)
     return None
+
+
+def _mcp_under_tool(call: ToolCall, parent: ToolCall) -> bool:
+    """An MCP `tools/call` span right under another instrumentation's tool span is that
+    execution (semantic-conventions-genai mcp.md: MCP client spans are compatible with GenAI
+    `execute_tool` spans), even when the framework renamed the tool for its model
+    (`weather_get_forecast` > `tools/call get_forecast`). Only the direct child: a tool span
+    deeper down may be a sub-agent's own call."""
+    return call.convention == "mcp" and parent.convention != "mcp"
 
 
 def _same_call(call: ToolCall, kept: _Kept) -> str | None:
