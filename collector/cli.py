@@ -154,7 +154,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from collector.api.app import create_app
-    from collector.auth import ApiKeys
+    from collector.apikeys import ApiKeys
     from collector.service import Service
     from collector.store.db import migrate
 

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 
 from collector.api.auth import ApiKeyInterceptor
 from collector.api.gauges import ExpectationGauges, SignalGauges
-from collector.auth import ApiKeys
+from collector.apikeys import ApiKeys
 from collector.config import Settings
 from collector.extract import ExtractOptions
 from collector.governance.redaction import load_policy

@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from collector.api.errors import error_body
 from collector.api.routes.capture import is_capture_path
-from collector.auth import ApiKeys, Forbidden, Unauthenticated
+from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
 from collector.ui import session
 
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc")

@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from collector.api.auth import permission_for
 from collector.api.schemas import ErrorBody, InvalidRequestBody
-from collector.auth import ROLES
+from collector.apikeys import ROLES
 
 DOCS = "/docs"
 ASSETS = "/docs/assets"

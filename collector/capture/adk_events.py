@@ -12,7 +12,7 @@ The rules real sessions taught (seed 004):
   confirmation round trip flows through the user side); only plain text consults `author`;
 - runtime plumbing (`adk_*` tools such as `adk_request_confirmation`, see
   `collector.extract.is_plumbing`) is dropped unless `ExtractOptions.keep_plumbing`;
-- result envelopes are unwrapped (`collector.extract.values.unwrap_result`: MCP
+- result envelopes are unwrapped (`collector.extract.decoding.unwrap_result`: MCP
   `{content, isError}` — `isError: true` fails the call — and the builtin `{"result": …}`);
   ADK's own `{"error": …}` answer (a tool refused, rejected or unconfirmed) fails the call;
 - `invocation_id` is the turn; a call belongs to the turn of its `function_call`, its result
@@ -34,8 +34,8 @@ from typing import Any
 from collector.capture import body as body_json
 from collector.errors import InvalidPayload
 from collector.extract import ExtractOptions, is_plumbing
+from collector.extract.decoding import as_arguments, clean_id, unwrap_result
 from collector.extract.traces import derived_key
-from collector.extract.values import as_arguments, clean_id, unwrap_result
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
 SOURCE = "adk_events"  # ToolCall.source and .convention of every call read here

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from collector.extract.decoding import canonical
 from collector.extract.traces import derived_key
-from collector.extract.values import canonical
 from collector.projects import DEFAULT_PROJECT
 from matcher import Call
 

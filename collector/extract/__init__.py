@@ -1,7 +1,7 @@
 """Pure extraction: an OTLP request in, the tool calls and conversation/turn facts out.
 
 Modules: `otlp` (the one resource → scope → span walk), `conventions` (is this span a tool
-execution?), `fields` + `events` + `values` (reading and decoding a call's fields), `requests`
+execution?), `fields` + `events` + `decoding` (reading and decoding a call's fields), `requests`
 (calls the model asked for), `traces` (conversation key, turn root), `analyze` (the pass over
 one request), `reconcile` (each call once, with steps, at read time).
 """

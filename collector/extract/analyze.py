@@ -10,12 +10,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector.extract.approvals import interrupt_calls
 from collector.extract.conventions import convention_of, skipped
+from collector.extract.decoding import noting
 from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
 from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
 from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span, key_problem
-from collector.extract.values import noting
 from collector.model import Batch, RejectedSpan, ToolCall
 from collector.projects import DEFAULT_PROJECT
 

@@ -58,8 +58,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from collector.extract.decoding import as_arguments, decode
 from collector.extract.otlp import SpanView
-from collector.extract.values import as_arguments, decode
 from collector.model import ToolCall
 
 PENDING = "pending"

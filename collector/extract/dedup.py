@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from collector.extract.values import canonical, unknown_arguments
+from collector.extract.decoding import canonical, unknown_arguments
 from collector.model import ToolCall
 
 MAX_DEPTH = 64

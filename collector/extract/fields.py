@@ -13,9 +13,7 @@ from typing import Any
 
 from collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
 from collector.extract.conventions import Convention
-from collector.extract.events import event_arguments, event_call_id, event_result
-from collector.extract.otlp import SpanView
-from collector.extract.values import (
+from collector.extract.decoding import (
     as_arguments,
     clean_id,
     decode,
@@ -23,6 +21,8 @@ from collector.extract.values import (
     langchain_tool_message,
     unwrap_result,
 )
+from collector.extract.events import event_arguments, event_call_id, event_result
+from collector.extract.otlp import SpanView
 from collector.model import ToolCall
 
 Adapter = Callable[[Any], Any]

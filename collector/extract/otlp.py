@@ -11,7 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from collector.extract.values import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
 
 SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into

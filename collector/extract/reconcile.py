@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collector.extract.approvals import PENDING, unexecuted
+from collector.extract.decoding import canonical, unknown_arguments
 from collector.extract.dedup import Collapsed, collapse, overlaps
-from collector.extract.values import canonical, unknown_arguments
 from collector.model import ToolCall
 
 REQUESTED = "requested"  # status of a request row (`requests.request_rows`)

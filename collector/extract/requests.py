@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from collector.extract.decoding import as_arguments, clean_id, decode
 from collector.extract.events import CHOICE, message_parts
 from collector.extract.otlp import SpanView
-from collector.extract.values import as_arguments, clean_id, decode
 from collector.model import ToolCall
 
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})

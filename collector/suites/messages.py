@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collector.extract import ExtractOptions, is_plumbing
-from collector.extract.values import as_arguments
+from collector.extract.decoding import as_arguments
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
 CONVENTION = "openai.messages"

@@ -24,7 +24,7 @@ from collector.api.deps import (
 from collector.api.errors import ApiError
 from collector.api.routes.jobs import job_out
 from collector.api.routes.signals import Figures, Group
-from collector.auth import ApiKeys, Forbidden, Unauthenticated
+from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
 from collector.store import jobs, production, queries, summary
 from collector.ui import session
 from collector.ui.chart import pass_rate_svg

@@ -11,7 +11,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from collector.extract import extract
-from collector.extract.values import MAX_JSON_DEPTH
+from collector.extract.decoding import MAX_JSON_DEPTH
 from collector.receivers.codec import PROTOBUF, decode_body
 from tests.collector.test_ingest_limits import (
     deeper_than_protobuf_allows,

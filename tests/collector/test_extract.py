@@ -100,7 +100,7 @@ def test_tool_span_without_name_is_unextracted_not_silent() -> None:
 
 
 def test_arguments_decoding() -> None:
-    from collector.extract.values import as_arguments, unwrap_result
+    from collector.extract.decoding import as_arguments, unwrap_result
 
     assert as_arguments('{"a": 1}') == ({"a": 1}, None)
     assert as_arguments('"{\\"a\\": 1}"') == ({"a": 1}, None)  # double-encoded
