@@ -1,7 +1,8 @@
 """Executions of one call seen more than once become one (docs/conventions.md, "Each call once").
 
 - nested: a tool span under a tool span of the same name (MCP client and server spans,
-  Agent Framework's `execute_tool X` > `tools/call X`) — by ancestry, or, when the chain between
+  Agent Framework's `execute_tool X` > `tools/call X`), or a nameless row whose parent is the
+  call (tool content read from log events, `logs`) — by ancestry, or, when the chain between
   them was not stored, a span that carries nothing but its name inside the time range of a
   same-name call;
 - the same call id is one call;
@@ -126,7 +127,10 @@ def _nested_in(call: ToolCall, walk: ParentOf, kept: _Kept) -> str | None:
             return None
         primary = kept.alias.get(span, span)
         found = kept.calls.get(primary)
-        if found is not None and found.name == call.name and ids_agree(found, call):
+        # a nameless row under a call is that call's content (a log event naming its span)
+        named = found is not None and (found.name == call.name or (
+            not call.name and span == call.parent_span_id))
+        if found is not None and named and ids_agree(found, call):
             return primary
         span = walk(span)
     return None

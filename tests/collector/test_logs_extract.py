@@ -37,7 +37,7 @@ from collector.extract.reconcile import place, settle
 from collector.model import Batch
 from collector.signals import read_logs
 from tests.server import Server, running_server
-from tests.spans import capture
+from tests.spans import capture, to_request
 
 CAPTURES = Path(__file__).resolve().parents[1] / "captures"
 # What content capture puts on a Strands tool span besides its events (capture `strands_latest`)
@@ -277,3 +277,23 @@ def test_same_trajectory_from_spans_and_from_logs_in_either_order(server: Server
                                              params={"limit": 100}).json()["data"]}
     # the turns logs created first, keyed by their traces, moved to the conversation
     assert all(k.startswith("conv-") for k in keys), keys
+
+
+def test_a_tool_answer_without_name_or_id_fills_the_span_it_names() -> None:
+    """The operation-details output of a tool (its `tool_call_response` carrying no id) names
+    neither tool nor call: only the span it belongs to joins it to its call."""
+    tp, finished = capture()
+    with tp.get_tracer("tests.agent").start_as_current_span("execute_tool lookup", attributes={
+            "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup"}) as span:
+        context = span.get_span_context()
+    spans = to_request(finished.get_finished_spans())
+    logs = ExportLogsServiceRequest()
+    record = logs.resource_logs.add().scope_logs.add().log_records.add(
+        event_name=DETAILS, time_unix_nano=span.start_time or 0,
+        trace_id=context.trace_id.to_bytes(16, "big"), span_id=context.span_id.to_bytes(8, "big"))
+    record.attributes.append(kv("gen_ai.output.messages", json.dumps(
+        [{"role": "tool", "parts": [{"type": "tool_call_response", "response": "42"}]}])))
+    from_logs, _ = read_logs(logs, ExtractOptions())
+    assert [(c.name, c.call_id) for c in from_logs.calls] == [("", None)]
+    assert trajectory([from_logs, extract(spans)]) == [
+        [("lookup", None, {}, 42, None, 0, "ok", True)]]
