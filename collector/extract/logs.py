@@ -54,6 +54,7 @@ from collector.model import KEY_FROM_SPAN, KEY_FROM_TRACE, ToolCall, TraceInfo
 EXECUTE_TOOL = "execute_tool"
 CONVENTION = "genai.log"  # the convention of an execution row read from log records
 INPUT, OUTPUT = "gen_ai.input.messages", "gen_ai.output.messages"
+EVENTS = frozenset({DETAILS, CHOICE, TOOL_MESSAGE})  # the events that may carry call content
 
 
 def event_name(record: LogRecord, attrs: dict[str, Any]) -> str:
@@ -63,10 +64,12 @@ def event_name(record: LogRecord, attrs: dict[str, Any]) -> str:
 
 def record_event(record: LogRecord) -> Event | None:
     """The GenAI event a log record carries (attributes over a kvlist body), else None."""
+    if record.event_name and record.event_name not in EVENTS:
+        return None  # most records: their attributes are not decoded
     attrs = attributes(record.attributes)
-    name = event_name(record, attrs)
-    if name not in (DETAILS, CHOICE, TOOL_MESSAGE):
+    if event_name(record, attrs) not in EVENTS:
         return None
+    name = event_name(record, attrs)
     body = any_value(record.body) if record.HasField("body") else None
     payload = {**body, **attrs} if isinstance(body, dict) else attrs
     return Event(name, record.time_unix_nano or record.observed_time_unix_nano, payload)

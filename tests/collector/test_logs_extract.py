@@ -1,9 +1,10 @@
 """Tool-call content in OTLP log events (GenAI events) gives the trajectory the same content on
 spans gives, whichever of logs and spans arrives first (collector.extract.logs).
 
-Store tests send with the real OpenTelemetry SDK (LoggerProvider + OTLP HTTP log exporter,
-OTLP HTTP span exporter) to a real server on SQLite and PostgreSQL and read the conversation
-back over REST. The capture test moves a real Strands capture's content events to log records.
+Store tests send with the real OpenTelemetry SDK (LoggerProvider + OTLP gRPC and HTTP log
+exporters, OTLP HTTP span exporter) to a real server on SQLite and PostgreSQL and read the
+conversation back over REST. The capture test moves a real Strands capture's content events to
+log records.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.grpc._log_exporter import (
+    OTLPLogExporter as GrpcLogExporter,
+)
 from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -244,7 +248,10 @@ def stored(conversation: dict[str, Any]) -> list[list[tuple[Any, ...]]]:
 def send(server: Server, key: str, form: str, order: str) -> None:
     spans, records = emit(key, form)
     span_exporter = OTLPSpanExporter(endpoint=f"{server.base_url}/v1/traces")
-    log_exporter = OTLPLogExporter(endpoint=f"{server.base_url}/v1/logs")
+    # logs sent first go over gRPC, logs sent after over HTTP: one ingest path for both
+    log_exporter = (OTLPLogExporter(endpoint=f"{server.base_url}/v1/logs")
+                    if order == "logs after" else
+                    GrpcLogExporter(endpoint=server.grpc_endpoint, insecure=True))
     sends = [lambda: span_exporter.export(spans) == SpanExportResult.SUCCESS,
              lambda: log_exporter.export(records) == LogRecordExportResult.SUCCESS]
     for do in sends if order == "logs after" else sends[::-1]:
