@@ -1,9 +1,10 @@
-"""What OTLP logs and metrics requests contribute: for now, validated and counted, then dropped.
+"""What OTLP logs and metrics requests contribute.
 
 Both go through the one ingest path traces take (admit → decode → read → prepare → write →
-answer); only the reader differs. `read_logs` is the seam where GenAI events (log records
-such as `gen_ai.tool.message`) will become tool calls: it returns a Batch like trace
-extraction does, today with nothing to store, and the records it refuses (partial_success).
+answer); only the reader differs. `read_logs` validates and counts log records and turns the
+GenAI events among them (tool-call content in log records, `collector.extract.logs`) into the
+same kind of Batch rows trace extraction gives; other records are dropped. Metrics are
+validated, counted and dropped. Both return the records they refuse (partial_success).
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
-from collector.extract import ExtractOptions
+from collector.extract import ExtractOptions, is_plumbing
+from collector.extract.analyze import lossy_counts
+from collector.extract.decoding import noting
+from collector.extract.logs import LogCalls, event_name
+from collector.extract.otlp import MAX_TIME_NS, attributes
 from collector.model import Batch, RejectedSpan
 
 MAX_NAME = 200
@@ -29,20 +35,36 @@ def id_fault(trace_id: bytes, span_id: bytes) -> str | None:
     return None
 
 
+def record_fault(record: LogRecord) -> str | None:
+    """Why a log record is refused: invalid ids, or a time no clock produced."""
+    fault = id_fault(record.trace_id, record.span_id)
+    if fault is not None:
+        return fault
+    for what in ("time_unix_nano", "observed_time_unix_nano"):
+        if getattr(record, what) > MAX_TIME_NS:
+            return f"{what} {getattr(record, what)} is out of range (at most {MAX_TIME_NS})"
+    return None
+
+
 def read_logs(request: ExportLogsServiceRequest, options: ExtractOptions) -> tuple[Batch, int]:
     """(what the log records contribute, how many were received)."""
     rejected: list[RejectedSpan] = []
     count = 0
-    for rl in request.resource_logs:
-        for sl in rl.scope_logs:
-            for record in sl.log_records:
-                count += 1
-                fault = id_fault(record.trace_id, record.span_id)
-                if fault is not None:
-                    name = record.event_name or "log record"
-                    rejected.append(RejectedSpan(record.trace_id.hex(), record.span_id.hex(),
-                                                 name[:MAX_NAME], fault))
-    return Batch((), (), tuple(rejected)), count
+    found = LogCalls(options.conversation_keys,
+                     lambda name: options.keep_plumbing or not is_plumbing(name))
+    with noting() as lossy:
+        for rl in request.resource_logs:
+            resource = attributes(rl.resource.attributes)
+            for sl in rl.scope_logs:
+                for record in sl.log_records:
+                    count += 1
+                    fault = record_fault(record) or found.add(record, resource, sl.scope.name)
+                    if fault is not None:
+                        name = event_name(record, {}) or "log record"
+                        rejected.append(RejectedSpan(record.trace_id.hex(), record.span_id.hex(),
+                                                     name[:MAX_NAME], fault))
+        calls, traces = found.rows()
+    return Batch(tuple(calls), tuple(traces), tuple(rejected), lossy=lossy_counts([lossy])), count
 
 
 def point_fault(kind: str, point: object) -> str | None:

@@ -1,8 +1,9 @@
 """Executions of one call seen more than once become one (docs/conventions.md, "Each call once").
 
 - nested: a tool span under a tool span of the same name (MCP client and server spans,
-  Agent Framework's `execute_tool X` > `tools/call X`), or an MCP `tools/call` span directly
-  under another convention's tool span whatever its name — by ancestry, or, when the chain between
+  Agent Framework's `execute_tool X` > `tools/call X`), an MCP `tools/call` span directly
+  under another convention's tool span whatever its name, or a nameless row whose parent is the
+  call (tool content read from log events, `logs`) — by ancestry, or, when the chain between
   them was not stored, a span that carries nothing but its name inside the time range of a
   same-name call;
 - the same call id is one call;
@@ -127,8 +128,10 @@ def _nested_in(call: ToolCall, walk: ParentOf, kept: _Kept) -> str | None:
             return None
         primary = kept.alias.get(span, span)
         found = kept.calls.get(primary)
+        # a nameless row under a call is that call's content (a log event naming its span)
         if found is not None and ids_agree(found, call) and (
-                found.name == call.name or (depth == 0 and _mcp_under_tool(call, found))):
+                found.name == call.name or (depth == 0 and _mcp_under_tool(call, found))
+                or (not call.name and span == call.parent_span_id)):
             return primary
         span = walk(span)
     return None
