@@ -9,8 +9,9 @@ Formats (detected from content; `--input-format` forces one):
   line), as agentevals trajectories are written (`collector.suites.messages`);
 - `adk-events`: Google ADK / kagent session events (`collector.capture.adk_events`).
 
-Any of them may be gzipped. OTLP is decoded by the receivers' decoder and extracted by the
-ingest path (`codec.decode_request`, `ingest.extract_safely`): the same Batches a server
+Any of them may be gzipped. OTLP goes through the ingest pipeline itself
+(`ingest.run_pipeline` with the receivers' `codec.decode_body`: a request whose faults are
+inside some spans keeps its other spans, as a receiver keeps them): the same Batches a server
 would store. A file whose records carry no conversation key is one conversation keyed by the
 file's stem.
 """
@@ -31,9 +32,9 @@ from typing import Any, BinaryIO, cast
 
 from collector.errors import InvalidPayload, PayloadTooLarge
 from collector.extract import ExtractOptions
-from collector.ingest import extract_safely
+from collector.ingest import Pipeline, run_pipeline
 from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
-from collector.receivers.codec import JSON, PROTOBUF, decode_request
+from collector.receivers.codec import JSON, PROTOBUF, decode_body
 
 FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
 MAX_INPUT_BYTES = 4 << 30  # decompressed size of one input file
@@ -162,16 +163,30 @@ def _lines(first: bytes, stream: BinaryIO) -> Iterator[bytes]:
     yield from stream
 
 
+def _as_read(batch: Batch) -> Any:
+    """The pipeline's prepare step, left to the writer (`store.rows.prepare`), as for every
+    other format: the Batch itself comes back (typed Any: it is no `ingest.Prepared`)."""
+    return batch
+
+
+def otlp_batch(body: bytes, media: str, options: ExtractOptions) -> Batch:
+    """One OTLP request (uncompressed) through the ingest pipeline: decoded, extracted, the
+    spans the decoder refused counted as rejected."""
+    batch, _, _ = run_pipeline(Pipeline(decode_body, _as_read, options, MAX_INPUT_BYTES),
+                               body, media, None)
+    return cast(Batch, batch)
+
+
 def otlp_lines(lines: Iterable[bytes], options: ExtractOptions) -> Iterator[Batch]:
     """JSON Lines of OTLP/JSON requests, each decoded and extracted as a receiver would."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            request = decode_request(line, JSON)
+            batch = otlp_batch(line, JSON, options)
         except InvalidPayload as exc:
             raise InputError(f"line {number}: {exc}") from exc
-        yield extract_safely(request, options)
+        yield batch
 
 
 def detect(data: bytes) -> str:
@@ -223,11 +238,11 @@ def _adk() -> Any:
 
 
 def read_otlp_protobuf(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    yield extract_safely(decode_request(data, PROTOBUF), options)
+    yield otlp_batch(data, PROTOBUF, options)
 
 
 def read_otlp_json(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:
-    yield extract_safely(decode_request(data, JSON), options)
+    yield otlp_batch(data, JSON, options)
 
 
 def read_otlp_jsonl(data: bytes, _stem: str, options: ExtractOptions) -> Iterator[Batch]:

@@ -362,3 +362,24 @@ def test_check_gives_the_results_the_worker_stores(tmp_path: Path) -> None:
     for key, result in stored.items():
         assert offline[key] is not None
         assert {**offline[key], "scored_at": None} == {**result, "scored_at": None}, key
+
+
+def test_a_bad_span_in_a_json_line_is_rejected_alone_as_a_receiver_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The OTLP/HTTP receiver keeps the other spans of a request when one span does not map
+    (`codec.decode_body`); check reads OTLP through the same pipeline, so it does too."""
+    request = json.loads(otlp_json_line(session_requests(
+        "s-good", [[ToolStep("lookup_order", {"order_id": 42})]])[0]))
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.append({**spans[0], "spanId": "00000000000000ff", "name": "bad",
+                  "startTimeUnixNano": "soon"})
+    inputs = tmp_path / "spans.jsonl"
+    inputs.write_text(json.dumps(request) + "\n")
+    code, doc = run_json(capsys, "check", str(_pass_suite(tmp_path)), str(inputs))
+    assert code == 0, doc["inputs"]
+    assert verdicts(doc) == {("looked-up", "s-good"): "pass"}
+    (read,) = doc["inputs"]
+    assert read["error"] is None
+    assert [(s["span_id"], s["name"]) for s in read["rejected_spans"]] == [
+        ("00000000000000ff", "bad")]
+    assert "soon" in read["rejected_spans"][0]["reason"]
