@@ -18,12 +18,13 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
+from collector import scorer
 from collector.governance import retention
 from collector.metrics import Metrics
 from collector.production.evaluation import parse_headers
 from collector.store import jobs, maintenance, production, scoring
 from collector.tasks import cancel
-from matcher import Selector, Trajectory, score
+from matcher import Selector, Trajectory
 from matcher.selector import parse_selector
 
 if TYPE_CHECKING:
@@ -266,12 +267,12 @@ class Worker:
             return 0
         try:
             with self.engine.begin() as conn:
-                active = scoring.active_expectations(conn)
+                active = scorer.active_expectations(conn)
                 owned = scoring.still_owned(conn, claimed, self.owner)
                 facts = scoring.conversation_facts(conn, sorted(owned))
                 paths = None
                 if self.signals:  # one read of the trajectories serves signals and scoring
-                    paths = scoring.trajectories(conn, [f.id for f in facts])
+                    paths = scorer.trajectories(conn, [f.id for f in facts])
                     production.record(conn, facts, paths)
                 self._score(conn, facts, active, paths)
                 scoring.release(conn, self.owner, owned, facts)
@@ -299,7 +300,7 @@ class Worker:
             ids = jobs.chunk_conversations(conn, chunk)
             facts = scoring.lock_free(conn, ids, now=now)
             busy = len(ids) - len(facts)
-            current = {e.slug: e for e in scoring.active_expectations(conn)}
+            current = {e.slug: e for e in scorer.active_expectations(conn)}
             wanted = [
                 current[slug]
                 for slug, version in chunk.spec["expectations"]
@@ -325,7 +326,7 @@ class Worker:
         self,
         conn: Connection,
         facts: list[scoring.ConversationFacts],
-        wanted: list[scoring.ActiveExpectation],
+        wanted: list[scorer.ActiveExpectation],
         paths: dict[int, Trajectory] | None = None,
     ) -> int:
         """Score each conversation against the wanted expectations whose selector picks it,
@@ -338,26 +339,24 @@ class Worker:
             for e in wanted
             if e.project == f.project  # an expectation scores its own project's only
             and (f.id, e.slug, e.version, f.change_seq) not in done
-            and scoring.applies(e.expectation, f)
+            and scorer.applies(e.expectation, f)
         ]
         if not todo:
             return 0
         trajectories = (paths if paths is not None
-                        else scoring.trajectories(conn, sorted({f.id for f, _ in todo})))
-        scored = []
+                        else scorer.trajectories(conn, sorted({f.id for f, _ in todo})))
         failed: set[int] = set()
-        for f, e in todo:
-            try:
-                results = tuple(score(e.expectation, trajectories[f.id]))
-            except Exception:  # loop boundary: one bad trajectory must not stall the rest
-                self.metrics.loop_errors.labels("score").inc()
-                log.exception("scoring conversation %r against %s failed", f.key, e.slug)
-                failed.add(f.id)
-                continue
-            scored.append(scoring.Scored(f, e, results))
-            for result in results:
+
+        def fail(f: scoring.ConversationFacts, e: scorer.ActiveExpectation) -> None:
+            self.metrics.loop_errors.labels("score").inc()
+            log.exception("scoring conversation %r against %s failed", f.key, e.slug)
+            failed.add(f.id)
+
+        scored = scorer.score_pairs(todo, trajectories, fail)
+        for s in scored:
+            for result in s.results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
-        scoring.store_results(conn, scored, time.time(), done)
+        scorer.store(conn, scored, done)
         if self.exporter is not None and scored:
             self.exporter.emit(production.verdicts(conn, scored))
         return len(failed)

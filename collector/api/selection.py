@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from sqlalchemy import Connection
 
+from collector import scorer
 from collector.api.schemas import Selection
 from collector.projects import DEFAULT_PROJECT
 from collector.store import queries, scoring
 from matcher import Expectation
 
 # Up to this many stored conversations, a selector's matches are counted in the request; a
-# selector's globs and attribute values are matched in Python (`scoring.applies`, as the
+# selector's globs and attribute values are matched in Python (`scorer.applies`, as the
 # worker does), so above it counting would read every conversation on every create.
 COUNT_LIMIT = 2_000
 
@@ -26,7 +27,7 @@ def selection(
         stored: int | None = queries.count_conversations(conn, project)
     else:
         facts = scoring.facts_upto(conn, limit, project)
-        stored = None if facts is None else sum(scoring.applies(exp, f) for f in facts)
+        stored = None if facts is None else sum(scorer.applies(exp, f) for f in facts)
     return Selection(
         every=selector.every,
         selector=selector.to_dict(),

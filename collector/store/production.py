@@ -2,9 +2,10 @@
 
 The worker calls `record` for the conversations it has just claimed (settled and changed), in
 its scoring transaction: their turns are read once through the scoring side's reconciled
-trajectories (`scoring.trajectories`: each call once, explicit and traced merged), each turn's
-contribution is compared with the one kept in `signal_turns`, and only the difference is added
-to `signal_buckets`. Queries read the hourly buckets of the range asked, never the calls.
+trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged),
+each turn's contribution is compared with the one kept in `signal_turns`, and only the
+difference is added to `signal_buckets`. Queries read the hourly buckets of the range asked,
+never the calls.
 """
 
 from __future__ import annotations
@@ -19,15 +20,10 @@ from sqlalchemy import Connection, delete, func, select
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
 from collector.production.evaluation import Verdict
+from collector.scorer import NOT_EXECUTED, Scored, trajectories
 from collector.store.bulk import among
 from collector.store.persist import insert_ignore
-from collector.store.scoring import (
-    NOT_EXECUTED,
-    ConversationFacts,
-    Scored,
-    scope_key,
-    trajectories,
-)
+from collector.store.scoring import ConversationFacts, scope_key
 from collector.store.tables import (
     SIGNAL_KEY,
     signal_buckets,

@@ -1,4 +1,5 @@
-"""The worker's side of the store: leases, trajectories and results, in bulk."""
+"""The worker's side of the store: leases, stored calls and results, in bulk. Pure SQL: what
+the rows mean to the matcher is composed in `collector.scorer`."""
 
 from __future__ import annotations
 
@@ -18,8 +19,6 @@ from sqlalchemy import (
     update,
 )
 
-from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
-from collector.extract.reconcile import Placed, place, settle
 from collector.model import ToolCall
 from collector.store.bulk import among, insert_rows
 from collector.store.tables import (
@@ -31,11 +30,6 @@ from collector.store.tables import (
     turns,
 )
 from collector.store.verdicts import active_versions
-from matcher import Call, Expectation, Result, Trajectory, parse_expectation
-
-# A call the model requested that never ran (approval denied, turn limit) is scored as called,
-# but failed: `error: false` specs and `require_no_errors` catch it.
-NOT_EXECUTED = "requested by the model but never executed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +44,6 @@ class ConversationFacts:
     change_seq: int
     last_seen: float
     project: str
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveExpectation:
-    """The newest active version of one expectation, parsed."""
-
-    slug: str
-    version: int
-    expectation: Expectation
-    project: str  # it scores only this project's conversations
 
 
 def claim_dirty(
@@ -169,8 +153,9 @@ def release(
         )
 
 
-def active_expectations(conn: Connection) -> list[ActiveExpectation]:
-    """The active version of every active expectation (`verdicts.active_versions`)."""
+def active_bodies(conn: Connection) -> list[tuple[str, int, Any, str]]:
+    """(slug, version, body, project) of the active version of every active expectation
+    (`verdicts.active_versions`)."""
     e = expectations.c
     newest = active_versions().subquery()
     rows = conn.execute(
@@ -178,7 +163,7 @@ def active_expectations(conn: Connection) -> list[ActiveExpectation]:
         .join(newest, and_(e.slug == newest.c.slug, e.version == newest.c.version))
         .where(e.active)
     )
-    return [ActiveExpectation(s, v, parse_expectation(body), p) for s, v, body, p in rows]
+    return [(slug, version, body, project) for slug, version, body, project in rows]
 
 
 def _facts_query() -> Select[Any]:
@@ -212,24 +197,16 @@ def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[Conversatio
     return [_facts(r) for r in rows]
 
 
-def applies(exp: Expectation, conv: ConversationFacts) -> bool:
-    """Whether an expectation's selector picks this conversation."""
-    return exp.selector.matches(
-        conversation=conv.key,
-        service=conv.service,
-        agents=conv.agents,
-        attributes=conv.attributes,
-    )
+TurnOrder = dict[int, list[tuple[int, str]]]  # conversation → its (turn id, turn key)s
 
 
-def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
-    """Each conversation's calls grouped by turn (turn start order), each turn reconciled
-    (`collector.extract.reconcile`: each call once, with its step) and in (step, start) order.
-
-    Two queries for any number of conversations.
-    """
+def trajectory_rows(
+    conn: Connection, ids: Sequence[int]
+) -> tuple[TurnOrder, dict[int, list[ToolCall]]]:
+    """The stored turns of conversations `ids` in start order, and each turn's calls as
+    stored. Two queries for any number of conversations."""
     id_list = list(ids)
-    turn_order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in id_list}
+    turn_order: TurnOrder = {cid: [] for cid in id_list}
     for cid, tid, key in conn.execute(
         select(turns.c.conversation_id, turns.c.id, turns.c.turn_key)
         .where(among(conn, turns.c.conversation_id, id_list))
@@ -300,38 +277,7 @@ def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
             per_turn[turn_id] = [call]
         else:
             calls.append(call)
-    placed = {turn: place(calls) for turn, calls in per_turn.items()}
-    for tids in turn_order.values():  # a call executed in a later turn waited in an earlier one
-        order = [tid for tid, _ in tids if tid in placed]
-        placed.update(zip(order, settle([placed[tid] for tid in order]), strict=True))
-    by_turn = {turn: [_scored_call(p) for p in ps] for turn, ps in placed.items()}
-    return {  # explicit calls join the turn at their position (collector.capture.merge)
-        cid: Trajectory(turns=[
-            merge_calls(by_turn.get(stored, []) if stored is not None else [],
-                        by_turn.get(explicit, []) if explicit is not None else [], CALL_ACCESS)
-            for stored, explicit in logical_turns(tids)
-        ])
-        for cid, tids in turn_order.items()
-    }
-
-
-def _scored_call(placed: Placed) -> Call:
-    """A reconciled call as the matcher sees it."""
-    c = placed.call
-    call_id, arguments, raw = placed.merged()
-    return Call(
-        name=c.name,
-        arguments=arguments if arguments is not None else (raw or {}),
-        result=c.result,
-        error=c.error if c.executed else (c.error or NOT_EXECUTED),
-        call_id=call_id,
-        step=placed.step,
-    )
-
-
-def trajectory(conn: Connection, conversation_id: int) -> Trajectory:
-    """The conversation's calls, grouped by turn (turn start order), each turn by (step, start)."""
-    return trajectories(conn, [conversation_id])[conversation_id]
+    return turn_order, per_turn
 
 
 def scope_key(scope: dict[str, Any]) -> str:
@@ -359,78 +305,25 @@ def current_results(conn: Connection, ids: Sequence[int]) -> dict[CurrentKey, li
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Scored:
-    """The results of one expectation on one conversation, ready to store."""
-
-    conversation: ConversationFacts
-    expectation: ActiveExpectation
-    results: tuple[Result, ...]
-
-
 def store_results(
     conn: Connection,
-    scored: Sequence[Scored],
-    now: float,
+    again: set[tuple[int, str]],
+    rows: Sequence[dict[str, Any]],
+    tool_rows: Sequence[dict[str, Any]],
     current: Mapping[CurrentKey, Sequence[int]],
 ) -> int:
-    """Insert the new results; the `current` ones (`current_results`, read in this
-    transaction under the conversations' row locks) of each (conversation, expectation)
-    scored again stop being current. Superseded rows are found by primary key, so the cost
-    does not grow with the table."""
-    if not scored:
+    """Insert new result rows (and their per-tool rows); the `current` ones
+    (`current_results`, read in this transaction under the conversations' row locks) of each
+    (conversation, expectation) scored `again` stop being current. Superseded rows are found
+    by primary key, so the cost does not grow with the table."""
+    if not again:
         return 0
-    again = {(s.conversation.id, s.expectation.slug) for s in scored}
     superseded = sorted(
         rid for (cid, slug, _, _), rids in current.items() if (cid, slug) in again for rid in rids
     )
     if superseded:
         conn.execute(
             update(results).where(among(conn, results.c.id, superseded)).values(current=False))
-    rows: list[dict[str, Any]] = []
-    tool_rows: list[dict[str, Any]] = []
-    for s in scored:
-        for result in s.results:
-            detail = result.to_dict()
-            first = result.differences[0].kind if result.differences else None
-            c = result.counts
-            key = {
-                "conversation_id": s.conversation.id,
-                "expectation": s.expectation.slug,
-                "expectation_version": s.expectation.version,
-                "change_seq": s.conversation.change_seq,
-                "scope": scope_key(detail["scope"]),
-            }
-            rows.append(
-                {
-                    **key,
-                    "current": True,
-                    "passed": result.passed,
-                    "score": result.score,
-                    "precision": result.precision,
-                    "recall": result.recall,
-                    "f1": result.f1,
-                    "paired_actual": c.paired_actual,
-                    "total_actual": c.total_actual,
-                    "paired_expected_weight": c.paired_expected_weight,
-                    "total_expected_weight": c.total_expected_weight,
-                    "reason": result.reason,
-                    "failure_kind": None if result.passed else first,
-                    "detail": detail,
-                    "scored_at": now,
-                }
-            )
-            tool_rows.extend(
-                {
-                    **key,
-                    "tool": name,
-                    "paired_actual": pa,
-                    "total_actual": ta,
-                    "paired_expected_weight": pw,
-                    "total_expected_weight": tw,
-                }
-                for name, pa, ta, pw, tw in c.tools
-            )
     insert_rows(conn, results, rows)
     insert_rows(conn, result_tools, tool_rows)
     return len(rows)

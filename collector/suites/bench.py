@@ -5,6 +5,12 @@ format; 100 conversations a line), each two agent turns of one `invoke_agent` ro
 and tool spans (about 30 spans), and a 20-expectation suite covering every order mode; then
 runs `tooltrail check` in a child process (one process, as in CI) and prints conversations/s
 and the child's peak RSS. Bounded: one run, `--timeout` seconds at most.
+
+By default every expectation applies to every conversation (20 matcher evaluations each);
+`--selective` gives each expectation a conversation selector, as imported suites have, so each
+conversation is picked by 2 of the 20. The verdicts are checked against what was written:
+a conversation left as the script goes passes everything it is picked by, and (without
+`--selective`) one with a wrong argument or a call left out fails at least one expectation.
 """
 
 from __future__ import annotations
@@ -52,13 +58,17 @@ SCRIPT = [[(TOOLS[(t * 9 + i) % len(TOOLS)], {"order_id": t * 9 + i, "city": "Pa
 PERTURBED = 0.1  # share of conversations with one wrong argument or one call left out
 
 
-def conversation_spans(rng: random.Random, index: int) -> list[dict[str, Any]]:
-    """Two turns: root + 5 chat spans + 9 tool spans each (30 spans, 18 tool calls)."""
+def conversation_spans(rng: random.Random, index: int,
+                       perturbed: set[str] | None = None) -> list[dict[str, Any]]:
+    """Two turns: root + 5 chat spans + 9 tool spans each (30 spans, 18 tool calls); the key
+    of a conversation that strays from SCRIPT is added to `perturbed`."""
     key = f"bench-{index:06d}"
     spans = []
     clock = 1_700_000_000_000_000_000 + index * 1_000_000_000
     script = [list(turn) for turn in SCRIPT]
     if rng.random() < PERTURBED:
+        if perturbed is not None:
+            perturbed.add(key)
         turn = script[rng.randrange(2)]
         k = rng.randrange(len(turn))
         if rng.random() < 0.5:
@@ -96,14 +106,16 @@ def conversation_spans(rng: random.Random, index: int) -> list[dict[str, Any]]:
     return spans
 
 
-def write_inputs(path: Path, conversations: int, seed: int = 7) -> int:
-    """OTLP JSON Lines; returns the number of spans written."""
+def write_inputs(path: Path, conversations: int, seed: int = 7,
+                 perturbed: set[str] | None = None) -> int:
+    """OTLP JSON Lines; returns the number of spans written (`perturbed`: see
+    `conversation_spans`)."""
     rng = random.Random(seed)
     total = 0
     with path.open("w") as out:
         for first in range(0, conversations, PER_LINE):
             spans = [s for i in range(first, min(first + PER_LINE, conversations))
-                     for s in conversation_spans(rng, i)]
+                     for s in conversation_spans(rng, i, perturbed)]
             total += len(spans)
             request = {"resourceSpans": [{
                 "resource": {"attributes": [_attr("service.name", "support-agent")]},
@@ -112,8 +124,9 @@ def write_inputs(path: Path, conversations: int, seed: int = 7) -> int:
     return total
 
 
-def suite(count: int = 20) -> dict[str, Any]:
-    """`count` expectations over every mode and a few constraints, each satisfied by SCRIPT."""
+def suite(count: int = 20, selective: bool = False) -> dict[str, Any]:
+    """`count` expectations over every mode and a few constraints, each satisfied by SCRIPT.
+    `selective`: expectations 2j and 2j+1 pick the conversations whose index ends in j % 10."""
     flat = [c for turn in SCRIPT for c in turn]
     expectations = []
     for i in range(count):
@@ -134,6 +147,8 @@ def suite(count: int = 20) -> dict[str, Any]:
         else:  # only these tools, within a budget
             exp.update(match="subset", arguments="ignore",
                        calls=[{"name": n} for n in TOOLS], max_calls=40)
+        if selective:
+            exp["selector"] = {"conversation": f"bench-*{i // 2 % 10}"}
         expectations.append(exp)
     return {"name": "bench", "expectations": expectations}
 
@@ -143,17 +158,21 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=HelpFormatter)
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--expectations", type=int, default=20)
+    parser.add_argument("--selective", action="store_true",
+                        help="each expectation selects a tenth of the conversations")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--timeout", type=float, default=900.0)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tooltrail-bench-check-") as tmp:
         inputs = Path(tmp) / "spans.jsonl"
-        spans = write_inputs(inputs, args.conversations)
+        perturbed: set[str] = set()
+        spans = write_inputs(inputs, args.conversations, perturbed=perturbed)
         suite_path = Path(tmp) / "suite.json"
-        suite_path.write_text(json.dumps(suite(args.expectations)))
+        suite_path.write_text(json.dumps(suite(args.expectations, args.selective)))
         print(f"{args.conversations:,} conversations, {spans:,} spans "
               f"({inputs.stat().st_size / 1e6:.0f} MB OTLP JSON Lines), "
-              f"{args.expectations} expectations")
+              f"{args.expectations} expectations"
+              f"{' (each selecting a tenth)' if args.selective else ' (each applies to all)'}")
         started = time.perf_counter()
         child = subprocess.run(
             [sys.executable, "-m", "collector.cli", "check", str(suite_path), str(inputs),
@@ -167,12 +186,29 @@ def main(argv: list[str] | None = None) -> int:
     if child.returncode not in (0, 1):
         print(child.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
         return 1
-    checks = (child.stdout.count(b"\nPASS") + child.stdout.count(b"\nFAIL")
-              if args.format == "table" else len(json.loads(child.stdout)["checks"]))
+    verdicts = _verdicts(child.stdout.decode(), args.format)
     print(f"check: {took:.1f} s wall, {cpu:.1f} s CPU; {args.conversations / took:,.0f} "
           f"conversations/s (wall), {args.conversations / cpu:,.0f} per CPU second; "
-          f"{checks:,} verdicts, exit {child.returncode}, peak RSS {peak / 2**20:.0f} MB")
+          f"{len(verdicts):,} verdicts, exit {child.returncode}, peak RSS {peak / 2**20:.0f} MB")
+    failing = {conv for status, conv in verdicts if status == "fail"}
+    wrong = sorted(failing - perturbed)
+    if not args.selective:
+        wrong += sorted(perturbed - failing)
+    print(f"verdicts as written: {len(perturbed):,} perturbed conversations, "
+          f"{len(failing):,} with a failure, {len(wrong)} wrong")
+    if wrong:
+        print(f"wrong verdicts on: {', '.join(wrong[:10])}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _verdicts(out: str, form: str) -> list[tuple[str, str]]:
+    """(pass | fail, conversation) of each verdict `check` printed."""
+    if form == "json":
+        return [(c["status"], c["conversation"]) for c in json.loads(out)["checks"]]
+    rows = (line.split() for line in out.splitlines())
+    return [(row[0].lower(), row[2]) for row in rows
+            if len(row) >= 3 and row[0] in ("PASS", "FAIL")]
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """`tooltrail golden`: pin a recorded conversation as a regression expectation (YAML).
 
 The trajectory is the one the service scores: from INPUT files it is written to a temporary
-store and read back with `store.scoring.trajectory`; from `--server` it is the conversation as
+store and read back with `collector.scorer.trajectory`; from `--server` it is the conversation as
 `GET /api/v1/conversations/{key}` returns it. `matcher.expectation_from_trajectory` makes the
 expectation (strict order, exact arguments by default); `--ignore-arg GLOB` turns the values
 of matching argument keys (a key name or a dotted path, at any depth) into `{$any: true}`.
@@ -20,7 +20,7 @@ import yaml
 
 from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-from collector.store.scoring import NOT_EXECUTED
+from collector.scorer import NOT_EXECUTED
 from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
 from matcher import parse_expectation as parse
 from matcher.selector import glob_match
@@ -32,7 +32,8 @@ class GoldenError(ValueError):
 
 def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions,
                        forced: str | None = None) -> Trajectory:
-    from collector.store import queries, scoring
+    from collector import scorer
+    from collector.store import queries
     from collector.suites.inputs import expand
     from collector.suites.run import temporary_store, write
 
@@ -47,7 +48,7 @@ def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions
                 found = sorted(k for r in reads for k in r.conversations)
                 raise GoldenError(f"no conversation {key!r} in the inputs (they have: "
                                   f"{', '.join(found[:10]) or 'none'})")
-            return scoring.trajectory(conn, row["id"])
+            return scorer.trajectory(conn, row["id"])
 
 
 def server_trajectory(url: str, key: str, api_key: str | None,

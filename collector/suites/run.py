@@ -1,26 +1,32 @@
-"""`tooltrail check` without a server: the service's own store, writer, worker and queries on a
+"""`tooltrail check` without a server: the service's own store, writer and scoring on a
 temporary SQLite database.
 
-Nothing here scores or stores by itself: the suite's expectations are registered with
-`queries.add_expectation_version` (as `POST /api/v1/expectations` does), the inputs' batches go
-through the `Writer` (group commit, as ingest does), the `Worker` scores every settled
-conversation (settle time 0), and results and conversations are read with `store.queries` and
-shaped by `api.convert`, exactly as the REST API answers them.
+Nothing here extracts, reconciles or scores by itself: the inputs' batches go through the
+`Writer` (group commit, as ingest does) into the service's tables; each conversation's
+trajectory is read back and scored by `collector.scorer`, the worker's own composition
+(`scorer.trajectories`, `applies`, `score_pairs`); each result takes the row shape the worker
+stores (`scorer.result_row`) and the REST shape `api.convert` gives it. Results are reported,
+not stored: nothing reads them back.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from sqlalchemy import Engine
 
+from collector import scorer
 from collector.api import convert
 from collector.extract import ExtractOptions
 from collector.metrics import Metrics
+from collector.projects import DEFAULT_PROJECT
 from collector.store import queries, scoring
 from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
@@ -28,11 +34,14 @@ from collector.store.writer import Writer
 from collector.suites.inputs import Read, read_input
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite
-from collector.worker import Worker
+from matcher import Result
+
+log = logging.getLogger(__name__)
 
 SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batches per commit)
-RESULTS_PAGE = 5_000
+SCORE_CHUNK = 500  # conversations whose trajectories are read and scored together
 ALL = 1 << 62  # "no limit" for the list queries
+VERSION = 1  # every suite expectation is version 1 of itself
 
 
 @contextlib.contextmanager
@@ -46,14 +55,6 @@ def temporary_store() -> Iterator[Engine]:
             yield engine
         finally:
             engine.dispose()
-
-
-def register(engine: Engine, suite: Suite) -> None:
-    """Store the suite's expectations (before any conversation: their jobs cover nothing,
-    the worker's settle pass scores everything)."""
-    with engine.begin() as conn:
-        for entry in suite.entries:
-            queries.add_expectation_version(conn, entry.id, entry.body, must_exist=False)
 
 
 async def _write_all(engine: Engine, sources: Sequence[str], options: ExtractOptions,
@@ -100,69 +101,77 @@ def write(engine: Engine, sources: Sequence[str], options: ExtractOptions,
     return reads
 
 
-def score_all(engine: Engine) -> None:
-    """Worker rounds until there is nothing left to score."""
-    worker = Worker(engine, Metrics(), settle_seconds=0.0, poll_seconds=1.0, batch=500,
-                    lease_seconds=3600.0)
-    while worker.round():
-        pass
+def _check(s: scorer.Scored, result: Result, now: float, with_results: bool) -> Check:
+    """One result as a report line: the REST result object (`with_results`), or only the
+    verdict, scores and turn."""
+    exp, conv = s.expectation.slug, s.conversation.key
+    status = "pass" if result.passed else "fail"
+    if with_results:
+        out = convert.result(scorer.result_row(s, result, now), conv).model_dump(mode="json")
+        return Check(exp, conv, status, out["reason"], out)
+    scope = result.scope
+    return Check(exp, conv, status, result.reason or "", None,
+                 scores=(result.precision, result.recall, result.f1,
+                         result.argument_score or 0.0),
+                 turn=scope.get("turn") if scope.get("kind") == "turn" else None)
+
+
+def score(engine: Engine, suite: Suite, *, with_results: bool
+          ) -> tuple[list[scoring.ConversationFacts], dict[tuple[str, str], list[Check]]]:
+    """Every stored conversation (by key) and, per selected (expectation, conversation), its
+    results as report lines; a chunk of conversations' trajectories at a time."""
+    wanted = [scorer.ActiveExpectation(e.id, VERSION, e.expectation, DEFAULT_PROJECT)
+              for e in suite.entries]
+    found: dict[tuple[str, str], list[Check]] = {}
+
+    def failed(f: scoring.ConversationFacts, e: scorer.ActiveExpectation) -> None:
+        log.error("scoring conversation %r against %s failed: %s", f.key, e.slug,
+                  sys.exc_info()[1])
+
+    with engine.connect() as conn:
+        facts = scoring.facts_upto(conn, ALL) or []
+        for start in range(0, len(facts), SCORE_CHUNK):
+            part = facts[start:start + SCORE_CHUNK]
+            pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
+            paths = scorer.trajectories(conn, sorted({f.id for f, _ in pairs}))
+            now = time.time()
+            for s in scorer.score_pairs(pairs, paths, failed):
+                found[(s.expectation.slug, s.conversation.key)] = [
+                    _check(s, result, now, with_results) for result in s.results]
+    facts.sort(key=lambda f: f.key)
+    return facts, found
 
 
 def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
             with_conversations: bool, with_results: bool = True) -> Report:
-    """The report: per selected (expectation, conversation) its current results, read back
-    (whole REST result objects only `with_results`; the verdict and scores always)."""
+    """The report: per selected (expectation, conversation) its results (whole REST result
+    objects only `with_results`; the verdict and scores always)."""
     origin: dict[str, str] = {}
     for read in reads:
         for key in read.conversations:
             origin.setdefault(key, read.source)
-    results: dict[tuple[str, str], list[Check]] = {}
-    with engine.connect() as conn:
-        rows = queries.list_conversations(conn, limit=ALL, before_id=None)
-        rows.sort(key=lambda r: r["key"])
-        facts = {f.key: f for f in scoring.conversation_facts(conn, [r["id"] for r in rows])}
-        key_of = {r["key"]: r["key"] for r in rows}  # one str per key, however many rows
-        id_of = {e.id: e.id for e in suite.entries}
-        before: int | None = None
-        while True:
-            page = queries.list_results(conn, limit=RESULTS_PAGE, before_id=before,
-                                        expectation=None, conversation_id=None, passed=None,
-                                        since=None, until=None)
-            for row in page:
-                exp, conv = id_of.get(row["expectation"]), key_of.get(row["conversation_key"])
-                if exp is None or conv is None:
-                    continue
-                status = "pass" if row["passed"] else "fail"
-                if with_results:
-                    out = convert.result(row, conv).model_dump(mode="json")
-                    check = Check(exp, conv, status, out["reason"], out)
-                else:
-                    scope = row["detail"].get("scope") or {}
-                    check = Check(exp, conv, status, row["reason"] or "", None,
-                                  scores=(row["precision"], row["recall"], row["f1"],
-                                          row["detail"].get("argument_score") or 0.0),
-                                  turn=scope.get("turn") if scope.get("kind") == "turn"
-                                  else None)
-                results.setdefault((exp, conv), []).append(check)
-            if len(page) < RESULTS_PAGE:
-                break
-            before = page[-1]["id"]
-        conversations = {
-            r["key"]: convert.conversation(r, queries.conversation_turns(conn, r["id"]))
-            .model_dump(mode="json")
-            for r in rows
-        } if with_conversations else {}
+    facts, results = score(engine, suite, with_results=with_results)
+    keys = [f.key for f in facts]
+    conversations = {}
+    if with_conversations:
+        with engine.connect() as conn:
+            rows = queries.list_conversations(conn, limit=ALL, before_id=None)
+            conversations = {
+                r["key"]: convert.conversation(r, queries.conversation_turns(conn, r["id"]))
+                .model_dump(mode="json")
+                for r in sorted(rows, key=lambda r: r["key"])
+            }
     checks: list[Check] = []
     selected: set[str] = set()
     for entry in suite.entries:
-        keys = [r["key"] for r in rows if scoring.applies(entry.expectation, facts[r["key"]])]
-        selected.update(keys)
-        if not keys:
+        picked = [f.key for f in facts if scorer.applies(entry.expectation, f)]
+        selected.update(picked)
+        if not picked:
             checks.append(Check(entry.id, None, "skipped" if entry.optional else "fail",
                                 "no conversation matched", None))
-        for key in keys:
+        for key in picked:
             found = results.pop((entry.id, key), None)
-            if not found:  # the worker could not score it (logged): never a silent pass
+            if not found:  # the matcher raised (logged): never a silent pass
                 checks.append(Check(entry.id, key, "fail", "the conversation was not scored",
                                     None))
             checks.extend(sorted(found or [], key=lambda c: (c.turn_index is not None,
@@ -172,8 +181,8 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
         reads=list(reads),
         checks=checks,
         conversations=conversations,
-        conversation_keys=[r["key"] for r in rows],
-        unselected=[r["key"] for r in rows if r["key"] not in selected],
+        conversation_keys=keys,
+        unselected=[k for k in keys if k not in selected],
         origin=origin,
     )
 
@@ -184,10 +193,8 @@ def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions,
                   progress: Callable[[str], None] | None = None) -> Report:
     """Score the inputs' conversations against the suite on a temporary store."""
     with temporary_store() as engine:
-        register(engine, suite)
         reads = write(engine, sources, options, forced, progress)
         if progress:
             progress("scoring")
-        score_all(engine)
         return collect(engine, suite, reads, with_conversations=with_conversations,
                        with_results=with_results)

@@ -291,3 +291,95 @@ def test_golden_from_a_capture_pins_it(tmp_path: Path,
     assert code == 1  # another framework's recording is not this one (and has another key)
     code, _, err = run(capsys, "golden", str(capture), "--conversation", "nope")
     assert code == 2 and "no conversation 'nope' in the inputs" in err
+
+
+@pytest.mark.parametrize("selective", [False, True])
+def test_bench_check_verdicts_agree_with_what_it_wrote(selective: bool) -> None:
+    """`tooltrail bench check` (tiny size; its figures are not asserted): every conversation
+    written as the script goes passes what picks it, every perturbed one fails something
+    (all expectations applying), and each selected pair has its verdict."""
+    import re
+    import subprocess
+
+    args = ["--conversations", "60", "--timeout", "240"] + (["--selective"] if selective else [])
+    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "check", *args],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    perturbed = re.search(r"(\d+) perturbed conversations, (\d+) with a failure, 0 wrong",
+                          done.stdout)
+    assert perturbed, done.stdout
+    assert int(perturbed[1]) > 0, done.stdout  # the seeded run strays: the check is not vacuous
+    per = 2 if selective else 20  # expectations picking each conversation
+    assert f" {60 * per:,} verdicts, exit 1" in done.stdout, done.stdout
+
+
+def test_check_gives_the_results_the_worker_stores(tmp_path: Path) -> None:
+    """Offline check scores without storing; the worker scores and stores. Over real framework
+    captures and the benchmark's conversations (some perturbed), every result check reports is
+    the one the worker stores and REST returns, field for field (`scored_at` aside)."""
+    from collector.api import convert
+    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from collector.metrics import Metrics
+    from collector.store import queries
+    from collector.suites import bench, run
+    from collector.suites.suite import load_suite
+    from collector.worker import Worker
+
+    bench.write_inputs(tmp_path / "bench.jsonl", 40)
+    suite_doc = bench.suite(20)
+    suite_doc["expectations"].append(yaml.safe_load(SUITE)["expectations"][0])
+    (tmp_path / "suite.json").write_text(json.dumps(suite_doc))
+    suite = load_suite(tmp_path / "suite.json")
+    sources = [str(tmp_path / "bench.jsonl")] + [
+        str(CAPTURES / c / "spans.otlp.json") for c in ("strands", "pydantic_ai", "adk")]
+    options = ExtractOptions(DEFAULT_CONVERSATION_KEYS)
+
+    report = run.check_offline(suite, sources, options, with_conversations=False)
+    offline = {(c.expectation, c.conversation, c.scope): c.result for c in report.checks
+               if c.conversation is not None}
+
+    with run.temporary_store() as engine:
+        with engine.begin() as conn:
+            for entry in suite.entries:
+                queries.add_expectation_version(conn, entry.id, entry.body, must_exist=False)
+        run.write(engine, sources, options)
+        worker = Worker(engine, Metrics(), settle_seconds=0.0, poll_seconds=1.0, batch=500,
+                        lease_seconds=3600.0)
+        while worker.round():
+            pass
+        with engine.connect() as conn:
+            rows = queries.list_results(conn, limit=1 << 30, before_id=None, expectation=None,
+                                        conversation_id=None, passed=None, since=None,
+                                        until=None)
+            stored = {}
+            for row in rows:
+                out = convert.result(row, row["conversation_key"]).model_dump(mode="json")
+                scope = out["scope"]
+                stored[(out["expectation"], out["conversation"], "conversation"
+                        if scope.get("kind") != "turn" else f"turn {scope['turn']}")] = out
+    assert len(stored) > 40 * 20 and offline.keys() == stored.keys()
+    assert any(not r["passed"] for r in stored.values())
+    for key, result in stored.items():
+        assert offline[key] is not None
+        assert {**offline[key], "scored_at": None} == {**result, "scored_at": None}, key
+
+
+def test_a_bad_span_in_a_json_line_is_rejected_alone_as_a_receiver_does(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The OTLP/HTTP receiver keeps the other spans of a request when one span does not map
+    (`codec.decode_body`); check reads OTLP through the same pipeline, so it does too."""
+    request = json.loads(otlp_json_line(session_requests(
+        "s-good", [[ToolStep("lookup_order", {"order_id": 42})]])[0]))
+    spans = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans.append({**spans[0], "spanId": "00000000000000ff", "name": "bad",
+                  "startTimeUnixNano": "soon"})
+    inputs = tmp_path / "spans.jsonl"
+    inputs.write_text(json.dumps(request) + "\n")
+    code, doc = run_json(capsys, "check", str(_pass_suite(tmp_path)), str(inputs))
+    assert code == 0, doc["inputs"]
+    assert verdicts(doc) == {("looked-up", "s-good"): "pass"}
+    (read,) = doc["inputs"]
+    assert read["error"] is None
+    assert [(s["span_id"], s["name"]) for s in read["rejected_spans"]] == [
+        ("00000000000000ff", "bad")]
+    assert "soon" in read["rejected_spans"][0]["reason"]

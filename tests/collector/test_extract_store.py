@@ -19,8 +19,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Engine, delete, select
 
+from collector import scorer
 from collector.extract import extract
-from collector.store import queries, scoring
+from collector.store import queries
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations, tool_calls, turns
@@ -89,7 +90,7 @@ def stored_turns(engine: Engine, key: str) -> tuple[dict[str, Any], list[list[di
         conversation = queries.get_conversation(conn, key)
         assert conversation is not None, key
         turns = queries.conversation_turns(conn, conversation["id"])
-        trajectory = scoring.trajectory(conn, conversation["id"])
+        trajectory = scorer.trajectory(conn, conversation["id"])
     rest = [
         [{"name": c["name"], "arguments": c["arguments"], "error": c["error"] is not None,
           "step": c["step"], "call_id": c["call_id"], "status": c["status"]}

@@ -7,9 +7,9 @@ import time
 from dataclasses import replace
 
 from collector.bench.seed import conversation_batch
+from collector.scorer import NOT_EXECUTED, trajectory
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
-from collector.store.scoring import NOT_EXECUTED, trajectory
 from matcher import Trajectory, parse_expectation, score
 
 

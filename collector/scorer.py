@@ -1,0 +1,176 @@
+"""Scoring, composed: stored calls → reconciled trajectories → matcher results → result rows.
+
+The one composition of extraction's reconciliation (`collector.extract.reconcile`), capture's
+merge of explicit calls (`collector.capture.merge`) and the matcher. The worker
+(`collector/worker.py`) and `tooltrail check` (`collector/suites/run.py`) both score through
+it; the store (`collector/store/scoring.py`) only reads and writes rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection
+
+from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
+from collector.extract.reconcile import Placed, place, settle
+from collector.model import ToolCall
+from collector.store import scoring
+from collector.store.scoring import ConversationFacts, TurnOrder, scope_key
+from matcher import Call, Expectation, Result, Trajectory, parse_expectation, score
+
+# A call the model requested that never ran (approval denied, turn limit) is scored as called,
+# but failed: `error: false` specs and `require_no_errors` catch it.
+NOT_EXECUTED = "requested by the model but never executed"
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveExpectation:
+    """The newest active version of one expectation, parsed."""
+
+    slug: str
+    version: int
+    expectation: Expectation
+    project: str  # it scores only this project's conversations
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """The results of one expectation on one conversation, ready to store."""
+
+    conversation: ConversationFacts
+    expectation: ActiveExpectation
+    results: tuple[Result, ...]
+
+
+def active_expectations(conn: Connection) -> list[ActiveExpectation]:
+    """The active version of every active expectation, parsed."""
+    return [ActiveExpectation(slug, version, parse_expectation(body), project)
+            for slug, version, body, project in scoring.active_bodies(conn)]
+
+
+def applies(exp: Expectation, conv: ConversationFacts) -> bool:
+    """Whether an expectation's selector picks this conversation."""
+    return exp.selector.matches(
+        conversation=conv.key,
+        service=conv.service,
+        agents=conv.agents,
+        attributes=conv.attributes,
+    )
+
+
+def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
+    """The stored conversations `ids` as the matcher sees them (`build_trajectories`)."""
+    order, calls = scoring.trajectory_rows(conn, ids)
+    return build_trajectories(order, calls)
+
+
+def trajectory(conn: Connection, conversation_id: int) -> Trajectory:
+    """One stored conversation's trajectory."""
+    return trajectories(conn, [conversation_id])[conversation_id]
+
+
+def build_trajectories(order: TurnOrder,
+                       calls: Mapping[int, list[ToolCall]]) -> dict[int, Trajectory]:
+    """Each conversation's calls grouped by turn (`order`: its turns in start order), each turn
+    reconciled (`collector.extract.reconcile`: each call once, with its step) and in
+    (step, start) order; explicit calls join their turn at their position."""
+    placed = {turn: place(turn_calls) for turn, turn_calls in calls.items()}
+    for tids in order.values():  # a call executed in a later turn waited in an earlier one
+        present = [tid for tid, _ in tids if tid in placed]
+        placed.update(zip(present, settle([placed[tid] for tid in present]), strict=True))
+    by_turn = {turn: [_scored_call(p) for p in ps] for turn, ps in placed.items()}
+    return {
+        cid: Trajectory(turns=[
+            merge_calls(by_turn.get(stored, []) if stored is not None else [],
+                        by_turn.get(explicit, []) if explicit is not None else [], CALL_ACCESS)
+            for stored, explicit in logical_turns(tids)
+        ])
+        for cid, tids in order.items()
+    }
+
+
+def _scored_call(placed: Placed) -> Call:
+    """A reconciled call as the matcher sees it."""
+    c = placed.call
+    call_id, arguments, raw = placed.merged()
+    return Call(
+        name=c.name,
+        arguments=arguments if arguments is not None else (raw or {}),
+        result=c.result,
+        error=c.error if c.executed else (c.error or NOT_EXECUTED),
+        call_id=call_id,
+        step=placed.step,
+    )
+
+
+def score_pairs(
+    pairs: Iterable[tuple[ConversationFacts, ActiveExpectation]],
+    paths: Mapping[int, Trajectory],
+    failed: Callable[[ConversationFacts, ActiveExpectation], None],
+) -> list[Scored]:
+    """Score each (conversation, expectation) pair on the conversation's trajectory. A pair
+    the matcher raises on is handed to `failed` (inside the `except`, so it can log the
+    traceback) and left out: one bad trajectory must not stall the rest."""
+    out = []
+    for f, e in pairs:
+        try:
+            results = tuple(score(e.expectation, paths[f.id]))
+        except Exception:  # loop boundary: the caller counts and logs it
+            failed(f, e)
+            continue
+        out.append(Scored(f, e, results))
+    return out
+
+
+def result_row(s: Scored, result: Result, now: float) -> dict[str, Any]:
+    """One result as the `results` table stores it (and REST reads it back)."""
+    detail = result.to_dict()
+    c = result.counts
+    return {
+        "conversation_id": s.conversation.id,
+        "expectation": s.expectation.slug,
+        "expectation_version": s.expectation.version,
+        "change_seq": s.conversation.change_seq,
+        "scope": scope_key(detail["scope"]),
+        "current": True,
+        "passed": result.passed,
+        "score": result.score,
+        "precision": result.precision,
+        "recall": result.recall,
+        "f1": result.f1,
+        "paired_actual": c.paired_actual,
+        "total_actual": c.total_actual,
+        "paired_expected_weight": c.paired_expected_weight,
+        "total_expected_weight": c.total_expected_weight,
+        "reason": result.reason,
+        "failure_kind": None if result.passed or not result.differences
+        else result.differences[0].kind,
+        "detail": detail,
+        "scored_at": now,
+    }
+
+
+def store(conn: Connection, scored: Sequence[Scored],
+          current: Mapping[scoring.CurrentKey, Sequence[int]], now: float | None = None) -> int:
+    """Store `scored` (`scoring.store_results`: the `current` results they replace stop
+    counting); returns the number of result rows written."""
+    now = time.time() if now is None else now
+    rows: list[dict[str, Any]] = []
+    tool_rows: list[dict[str, Any]] = []
+    for s in scored:
+        for result in s.results:
+            row = result_row(s, result, now)
+            rows.append(row)
+            key = {k: row[k] for k in ("conversation_id", "expectation", "expectation_version",
+                                       "change_seq", "scope")}
+            tool_rows.extend(
+                {**key, "tool": name, "paired_actual": pa, "total_actual": ta,
+                 "paired_expected_weight": pw, "total_expected_weight": tw}
+                for name, pa, ta, pw, tw in result.counts.tools
+            )
+    again = {(s.conversation.id, s.expectation.slug) for s in scored}
+    return scoring.store_results(conn, again, rows, tool_rows, current)
