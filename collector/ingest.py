@@ -7,7 +7,7 @@ bodies, in a process pool (collector.processes) for large ones, since extraction
 Python and the service has more than one core — and the prepared batch is written; the
 answer is given after commit.
 Every OTLP signal takes this path; what differs per signal is its reader (`READERS`): traces
-are extracted into tool calls, logs and metrics are validated and counted (collector.signals).
+are extracted into tool calls, logs and metrics are validated and counted (collector.readers).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collector.extract.analyze import lossy_counts
 from collector.metrics import Metrics
 from collector.model import Batch, RejectedSpan
 from collector.processes import ChildDied, ProcessPool
-from collector.signals import read_logs, read_metrics
+from collector.readers import read_logs, read_metrics
 from collector.trace_requests import split_by_trace, walk
 
 log = logging.getLogger(__name__)

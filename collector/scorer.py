@@ -3,7 +3,7 @@
 The one composition of extraction's reconciliation (`collector.extract.reconcile`), capture's
 merge of explicit calls (`collector.capture.merge`) and the matcher. The worker
 (`collector/worker.py`) and `tooltrail check` (`collector/suites/run.py`) both score through
-it; the store (`collector/store/scoring.py`) only reads and writes rows.
+it; the store (`collector/store/leases.py`) only reads and writes rows.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from sqlalchemy import Connection
 from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
 from collector.extract.reconcile import Placed, place, settle
 from collector.model import ToolCall
-from collector.store import scoring
-from collector.store.scoring import ConversationFacts, TurnOrder, scope_key
+from collector.store import leases
+from collector.store.leases import ConversationFacts, TurnOrder, scope_key
 from matcher import Call, Expectation, Result, Trajectory, parse_expectation, score
 
 # A call the model requested that never ran (approval denied, turn limit) is scored as called,
@@ -49,7 +49,7 @@ class Scored:
 def active_expectations(conn: Connection) -> list[ActiveExpectation]:
     """The active version of every active expectation, parsed."""
     return [ActiveExpectation(slug, version, parse_expectation(body), project)
-            for slug, version, body, project in scoring.active_bodies(conn)]
+            for slug, version, body, project in leases.active_bodies(conn)]
 
 
 def applies(exp: Expectation, conv: ConversationFacts) -> bool:
@@ -64,7 +64,7 @@ def applies(exp: Expectation, conv: ConversationFacts) -> bool:
 
 def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
     """The stored conversations `ids` as the matcher sees them (`build_trajectories`)."""
-    order, calls = scoring.trajectory_rows(conn, ids)
+    order, calls = leases.trajectory_rows(conn, ids)
     return build_trajectories(order, calls)
 
 
@@ -155,8 +155,8 @@ def result_row(s: Scored, result: Result, now: float) -> dict[str, Any]:
 
 
 def store(conn: Connection, scored: Sequence[Scored],
-          current: Mapping[scoring.CurrentKey, Sequence[int]], now: float | None = None) -> int:
-    """Store `scored` (`scoring.store_results`: the `current` results they replace stop
+          current: Mapping[leases.CurrentKey, Sequence[int]], now: float | None = None) -> int:
+    """Store `scored` (`leases.store_results`: the `current` results they replace stop
     counting); returns the number of result rows written."""
     now = time.time() if now is None else now
     rows: list[dict[str, Any]] = []
@@ -173,4 +173,4 @@ def store(conn: Connection, scored: Sequence[Scored],
                 for name, pa, ta, pw, tw in result.counts.tools
             )
     again = {(s.conversation.id, s.expectation.slug) for s in scored}
-    return scoring.store_results(conn, again, rows, tool_rows, current)
+    return leases.store_results(conn, again, rows, tool_rows, current)

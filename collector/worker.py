@@ -22,7 +22,7 @@ from collector import scorer
 from collector.governance import retention
 from collector.metrics import Metrics
 from collector.production.evaluation import parse_headers
-from collector.store import jobs, maintenance, production, scoring
+from collector.store import jobs, leases, maintenance, production
 from collector.tasks import cancel
 from matcher import Selector, Trajectory
 from matcher.selector import parse_selector
@@ -255,7 +255,7 @@ class Worker:
     def score_settled(self) -> int:
         """Score the conversations that changed and have been quiet for the settle time."""
         with self.engine.begin() as conn:
-            claimed = scoring.claim_dirty(
+            claimed = leases.claim_dirty(
                 conn,
                 now=time.time(),
                 settle=self.settle,
@@ -268,14 +268,14 @@ class Worker:
         try:
             with self.engine.begin() as conn:
                 active = scorer.active_expectations(conn)
-                owned = scoring.still_owned(conn, claimed, self.owner)
-                facts = scoring.conversation_facts(conn, sorted(owned))
+                owned = leases.still_owned(conn, claimed, self.owner)
+                facts = leases.conversation_facts(conn, sorted(owned))
                 paths = None
                 if self.signals:  # one read of the trajectories serves signals and scoring
                     paths = scorer.trajectories(conn, [f.id for f in facts])
                     production.record(conn, facts, paths)
                 self._score(conn, facts, active, paths)
-                scoring.release(conn, self.owner, owned, facts)
+                leases.release(conn, self.owner, owned, facts)
             now = time.time()
             for f in facts:  # committed: their time from last span to results
                 self.on_scored(now - f.last_seen)
@@ -283,7 +283,7 @@ class Worker:
             self.metrics.loop_errors.labels("score").inc()
             log.exception("scoring %d conversations failed", len(claimed))
             with self.engine.begin() as conn:
-                scoring.release(conn, self.owner, claimed)
+                leases.release(conn, self.owner, claimed)
             raise
         return len(claimed)
 
@@ -298,7 +298,7 @@ class Worker:
             if not jobs.job_is_live(conn, chunk.job_id):
                 return 1
             ids = jobs.chunk_conversations(conn, chunk)
-            facts = scoring.lock_free(conn, ids, now=now)
+            facts = leases.lock_free(conn, ids, now=now)
             busy = len(ids) - len(facts)
             current = {e.slug: e for e in scorer.active_expectations(conn)}
             wanted = [
@@ -315,7 +315,7 @@ class Worker:
             if {e.slug for e in wanted} == set(current):
                 if self.signals:  # settle-scoring will not claim them: record their signals
                     production.record(conn, facts)
-                scoring.mark_scored(conn, facts)
+                leases.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
             else:
@@ -325,14 +325,14 @@ class Worker:
     def _score(
         self,
         conn: Connection,
-        facts: list[scoring.ConversationFacts],
+        facts: list[leases.ConversationFacts],
         wanted: list[scorer.ActiveExpectation],
         paths: dict[int, Trajectory] | None = None,
     ) -> int:
         """Score each conversation against the wanted expectations whose selector picks it,
         skipping (trajectory, version) pairs that already have a current result. Returns how
         many conversations could not be scored (counted and logged, never retried forever)."""
-        done = scoring.current_results(conn, [f.id for f in facts])
+        done = leases.current_results(conn, [f.id for f in facts])
         todo = [
             (f, e)
             for f in facts
@@ -347,7 +347,7 @@ class Worker:
                         else scorer.trajectories(conn, sorted({f.id for f, _ in todo})))
         failed: set[int] = set()
 
-        def fail(f: scoring.ConversationFacts, e: scorer.ActiveExpectation) -> None:
+        def fail(f: leases.ConversationFacts, e: scorer.ActiveExpectation) -> None:
             self.metrics.loop_errors.labels("score").inc()
             log.exception("scoring conversation %r against %s failed", f.key, e.slug)
             failed.add(f.id)
@@ -380,7 +380,7 @@ def _exporter(config: WorkerConfig, metrics: Metrics) -> EvaluationExporter | No
                               metrics.registry, max_queue=config.export_queue)
 
 
-def _selected(selector: Selector, facts: scoring.ConversationFacts) -> bool:
+def _selected(selector: Selector, facts: leases.ConversationFacts) -> bool:
     return selector.matches(
         conversation=facts.key,
         service=facts.service,

@@ -14,8 +14,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from collector.production.counts import Counts
 from collector.production.drift import jensen_shannon
 from collector.store import production
-from collector.store.scoring import backlog
-from collector.store.summary import pass_ratios
+from collector.store.aggregates import pass_ratios
+from collector.store.leases import backlog
 
 log = logging.getLogger(__name__)
 

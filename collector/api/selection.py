@@ -8,7 +8,7 @@ from sqlalchemy import Connection
 from collector import scorer
 from collector.api.schemas import Selection
 from collector.projects import DEFAULT_PROJECT
-from collector.store import queries, scoring
+from collector.store import leases, queries
 from matcher import Expectation
 
 # Up to this many stored conversations, a selector's matches are counted in the request; a
@@ -26,7 +26,7 @@ def selection(
     if selector.every:
         stored: int | None = queries.count_conversations(conn, project)
     else:
-        facts = scoring.facts_upto(conn, limit, project)
+        facts = leases.facts_upto(conn, limit, project)
         stored = None if facts is None else sum(scorer.applies(exp, f) for f in facts)
     return Selection(
         every=selector.every,

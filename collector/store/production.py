@@ -22,8 +22,8 @@ from collector.production.counts import Counts, TurnSignal
 from collector.production.evaluation import Verdict
 from collector.scorer import NOT_EXECUTED, Scored, trajectories
 from collector.store.bulk import among
+from collector.store.leases import ConversationFacts, scope_key
 from collector.store.persist import insert_ignore
-from collector.store.scoring import ConversationFacts, scope_key
 from collector.store.tables import (
     SIGNAL_KEY,
     signal_buckets,

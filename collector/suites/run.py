@@ -27,7 +27,7 @@ from collector.api import convert
 from collector.extract import ExtractOptions
 from collector.metrics import Metrics
 from collector.projects import DEFAULT_PROJECT
-from collector.store import queries, scoring
+from collector.store import leases, queries
 from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
 from collector.store.writer import Writer
@@ -117,19 +117,19 @@ def _check(s: scorer.Scored, result: Result, now: float, with_results: bool) -> 
 
 
 def score(engine: Engine, suite: Suite, *, with_results: bool
-          ) -> tuple[list[scoring.ConversationFacts], dict[tuple[str, str], list[Check]]]:
+          ) -> tuple[list[leases.ConversationFacts], dict[tuple[str, str], list[Check]]]:
     """Every stored conversation (by key) and, per selected (expectation, conversation), its
     results as report lines; a chunk of conversations' trajectories at a time."""
     wanted = [scorer.ActiveExpectation(e.id, VERSION, e.expectation, DEFAULT_PROJECT)
               for e in suite.entries]
     found: dict[tuple[str, str], list[Check]] = {}
 
-    def failed(f: scoring.ConversationFacts, e: scorer.ActiveExpectation) -> None:
+    def failed(f: leases.ConversationFacts, e: scorer.ActiveExpectation) -> None:
         log.error("scoring conversation %r against %s failed: %s", f.key, e.slug,
                   sys.exc_info()[1])
 
     with engine.connect() as conn:
-        facts = scoring.facts_upto(conn, ALL) or []
+        facts = leases.facts_upto(conn, ALL) or []
         for start in range(0, len(facts), SCORE_CHUNK):
             part = facts[start:start + SCORE_CHUNK]
             pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]

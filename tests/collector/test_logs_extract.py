@@ -1,5 +1,5 @@
 """Tool-call content in OTLP log events (GenAI events) gives the trajectory the same content on
-spans gives, whichever of logs and spans arrives first (collector.extract.logs).
+spans gives, whichever of logs and spans arrives first (collector.extract.log_records).
 
 Store tests send with the real OpenTelemetry SDK (LoggerProvider + OTLP gRPC and HTTP log
 exporters, OTLP HTTP span exporter) to a real server on SQLite and PostgreSQL and read the
@@ -39,7 +39,7 @@ from collector.extract import ExtractOptions, extract
 from collector.extract.events import DETAILS
 from collector.extract.reconcile import place, settle
 from collector.model import Batch
-from collector.signals import read_logs
+from collector.readers import read_logs
 from tests.server import Server, running_server
 from tests.spans import capture, to_request
 

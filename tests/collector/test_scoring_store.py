@@ -53,7 +53,7 @@ def test_mark_scored_uses_the_scored_change_seq_not_the_live_one(database_url: s
     the change_seq that was read (on SQLite the worker holds no row lock meanwhile)."""
     from sqlalchemy import select
 
-    from collector.store.scoring import conversation_facts, mark_scored
+    from collector.store.leases import conversation_facts, mark_scored
     from collector.store.tables import conversations
 
     migrate(database_url)

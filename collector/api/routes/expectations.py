@@ -34,7 +34,7 @@ from collector.api.schemas import (
     ValidationOut,
 )
 from collector.api.selection import selection
-from collector.store import queries, summary
+from collector.store import aggregates, queries
 from matcher import Expectation, InvalidExpectation, parse_expectation
 
 router = APIRouter(
@@ -142,7 +142,7 @@ def expectation_summary(
     the active version (so a `version` other than the active one has none)."""
     of_project(conn, slug, project)
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
-    figures = summary.expectation_summary(
+    figures = aggregates.expectation_summary(
         conn,
         slug,
         since_ns=None if since_s is None else int(since_s * 1e9),

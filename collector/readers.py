@@ -2,7 +2,7 @@
 
 Both go through the one ingest path traces take (admit → decode → read → prepare → write →
 answer); only the reader differs. `read_logs` validates and counts log records and turns the
-GenAI events among them (tool-call content in log records, `collector.extract.logs`) into the
+GenAI events among them (tool-call content in log records, `collector.extract.log_records`) into the
 same kind of Batch rows trace extraction gives; other records are dropped. Metrics are
 validated, counted and dropped. Both return the records they refuse (partial_success).
 """
@@ -19,7 +19,7 @@ from opentelemetry.proto.metrics.v1 import metrics_pb2
 from collector.extract import ExtractOptions, is_plumbing
 from collector.extract.analyze import lossy_counts
 from collector.extract.decoding import noting
-from collector.extract.logs import LogCalls, event_name
+from collector.extract.log_records import LogCalls, event_name
 from collector.extract.otlp import MAX_TIME_NS, attributes
 from collector.model import Batch, RejectedSpan
 
