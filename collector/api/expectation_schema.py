@@ -1,6 +1,6 @@
 """The JSON Schema of an expectation (docs/matching.md), for OpenAPI, built from the parser's own
 names (`matcher.spec`): its modes, aliases, scopes and id pattern (its field lists are held
-to the properties here by tests/collector/test_expectation_schema.py).
+to the properties here by tests/collector/api/test_expectation_schema.py).
 
 It accepts every expectation the parser accepts — enum values case-insensitive with `-`, `_`
 and space alike (`enum_key`), aliases, `null` where the parser reads "not given" — and

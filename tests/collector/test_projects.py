@@ -27,7 +27,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
-from tests.collector.checkutil import run, run_json, verdicts
+from tests.collector.suites.checkutil import run, run_json, verdicts
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, to_request
 

@@ -12,7 +12,7 @@ configuration.set_hypothesis_home_dir(os.path.join(tempfile.gettempdir(), "toolt
 
 def _record_parses(path: str) -> None:
     """Append every expectation the parser sees, with its verdict, to `path` (JSON lines):
-    the corpus tests/collector/test_expectation_schema.py checks the JSON Schema against."""
+    the corpus tests/collector/api/test_expectation_schema.py checks the JSON Schema against."""
     import atexit
     import json
     from typing import Any

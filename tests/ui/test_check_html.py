@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.collector.checkutil import CAPTURES, run
+from tests.collector.suites.checkutil import CAPTURES, run
 from tests.ui.browser import chromium
 
 SUITE = """

@@ -21,7 +21,7 @@ from collector.metrics import Metrics
 from collector.store.db import make_engine, migrate
 from collector.store.persist import CALL_FIELDS, PreparedBatch, prepare
 from collector.store.writer import Writer
-from tests.collector.test_ingest_limits import grpc_export, merged, post, tool_names, turn
+from tests.collector.receivers.test_ingest_limits import grpc_export, merged, post, tool_names, turn
 from tests.server import Server, running_server
 
 NEVER = 2**64 - 1  # the largest fixed64: no signed 64-bit time column holds it

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from tests.collector.checkutil import run, run_json, verdicts
+from tests.collector.suites.checkutil import run, run_json, verdicts
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
 

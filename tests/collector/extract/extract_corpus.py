@@ -6,7 +6,7 @@ are used, so the same corpus runs against any version of the extraction: the dif
 test compares this tree's outcomes with digests of the outcomes of the implementation it
 replaced, and
 
-    python -m tests.collector.extract_corpus --requests 3000 --out outcomes.txt
+    python -m tests.collector.extract.extract_corpus --requests 3000 --out outcomes.txt
 
 writes every outcome in full (one line per request) for a line-by-line comparison with
 another checkout (`cd <checkout> && PYTHONPATH=<checkout>:<this tree> python -m …`).
@@ -38,7 +38,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from collector.extract import ExtractOptions, extract
 from collector.receivers.codec import JSON, PROTOBUF, decode_body
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 TOOLS = ("get_weather", "search", "lookup", "transfer_to_billing", "final_result",
          "adk_request_confirmation", "(merged tools)", " spaced ", "")
 SCOPES = ("gcp.vertex.agent", "opentelemetry.instrumentation.genai.openai_agents",

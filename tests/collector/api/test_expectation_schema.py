@@ -93,7 +93,7 @@ def test_schema_and_parser_agree_on_the_matcher_test_corpus(tmp_path: Path) -> N
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/matcher"],
         env={**os.environ, "TOOLTRAIL_EXPECTATION_CORPUS": str(corpus)},
         capture_output=True, text=True, timeout=600,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert run.returncode == 0, run.stdout[-3000:]
     seen = {line for line in corpus.read_text(encoding="utf-8").splitlines()}

@@ -13,7 +13,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.extract import extract
 from collector.extract.decoding import MAX_JSON_DEPTH
 from collector.receivers.codec import PROTOBUF, decode_body
-from tests.collector.test_ingest_limits import (
+from tests.collector.receivers.test_ingest_limits import (
     deeper_than_protobuf_allows,
     grpc_export,
     post,

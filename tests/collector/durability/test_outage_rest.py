@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from collector.api.app import create_app
 from collector.config import Settings
-from tests.collector.test_outage_ingest import PostgresServer, _free_port
+from tests.collector.durability.test_outage_ingest import PostgresServer, _free_port
 from tests.server import running_server
 
 EXPECTATION = {"id": "outage-exp", "expect": {"calls": [{"name": "lookup"}]}}

@@ -6,7 +6,7 @@ corpus of OTLP requests (`extract_corpus`).
 `extract_digests.txt` holds SHA-256 digests of that implementation's outcomes (calls with all
 their fields, traces, rejected and unextracted spans, span count, lossy counts — or the
 exception raised), one per capture and option, then one per 100 corpus requests of seed 20,
-written by `python -m tests.collector.extract_corpus --digests` on e2d4071, and rewritten on
+written by `python -m tests.collector.extract.extract_corpus --digests` on e2d4071, and rewritten on
 the merge that brought this implementation in, from the tree just before it (projects, approvals
 and new captures included): both gave the same digests. A change that alters
 any outcome changes a digest; regenerate the file only for an intended change of behaviour
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from collector.extract import extract
-from tests.collector import extract_corpus as corpus
+from tests.collector.extract import extract_corpus as corpus
 
 DIGESTS = Path(__file__).with_name("extract_digests.txt")
 SEED, CHUNK = 20, 100

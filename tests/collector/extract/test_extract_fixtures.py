@@ -18,7 +18,7 @@ from collector.extract.reconcile import place, settle
 from collector.extract_report import read_request
 from collector.model import Batch, ToolCall
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
 # Traceloop's OpenAI Agents instrumentation drops `group_id` and exports no conversation id at
 # all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.

@@ -17,7 +17,7 @@ from collector.store.db import make_engine
 from collector.store.tables import tool_calls
 from tests.server import Server, running_server
 
-FOLDER = Path(__file__).resolve().parents[1] / "captures" / "adk_events"
+FOLDER = Path(__file__).resolve().parents[2] / "captures" / "adk_events"
 EXPECTED = json.loads((FOLDER / "expected_events.json").read_text())
 KEYS = "ingest:ingest-key,read:read-key,admin:admin-key"
 LIMIT = 64_000

@@ -15,7 +15,7 @@ import yaml
 
 from collector.suites.report import REPORT_SCHEMA
 from collector.suites.suite import SuiteError, parse_suite_text
-from tests.collector.checkutil import (
+from tests.collector.suites.checkutil import (
     CAPTURES,
     otlp_json_line,
     run,

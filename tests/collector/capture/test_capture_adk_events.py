@@ -20,7 +20,7 @@ from collector.cli import main as tooltrail
 from collector.extract import ExtractOptions, reconcile
 from collector.model import Batch
 
-FOLDER = Path(__file__).resolve().parents[1] / "captures" / "adk_events"
+FOLDER = Path(__file__).resolve().parents[2] / "captures" / "adk_events"
 EXPECTED = json.loads((FOLDER / "expected_events.json").read_text())
 REAL = ["events.jsonl", "events.camel.json", "kagent_rows.jsonl"]
 SEED_TABLE = [  # seed 004: index, author, role, what it contributed or why not

@@ -43,7 +43,7 @@ from collector.readers import read_logs
 from tests.server import Server, running_server
 from tests.spans import capture, to_request
 
-CAPTURES = Path(__file__).resolve().parents[1] / "captures"
+CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 # What content capture puts on a Strands tool span besides its events (capture `strands_latest`)
 SPAN_CONTENT = ("gen_ai.tool.call.arguments", "gen_ai.tool.call.result")
 

@@ -1,4 +1,4 @@
-"""`tooltrail import`: each source's documented examples (tests/collector/suites_data/*/README.md
+"""`tooltrail import`: each source's documented examples (tests/collector/suites/suites_data/*/README.md
 cites them) imported, then checked; the verdicts are those the source tool gives."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collector.suites.importers import (
     import_kagent,
 )
 from collector.suites.suite import parse_suite
-from tests.collector.checkutil import (
+from tests.collector.suites.checkutil import (
     CAPTURES,
     run,
     run_json,

@@ -17,7 +17,7 @@ import yaml
 
 from tests.server import running_server
 
-CAPTURE = Path(__file__).parents[1] / "captures" / "pydantic_ai" / "spans.otlp.json"
+CAPTURE = Path(__file__).parents[2] / "captures" / "pydantic_ai" / "spans.otlp.json"
 SERVICE = "tooltrail-capture-pydantic-ai"
 COPIES = 40  # conversations per version; three turns each
 
@@ -142,7 +142,7 @@ def test_two_versions_show_their_rates_and_drift_is_flagged(database_url: str) -
         assert "zero_tool_rate" in schema["components"]["schemas"]["Figures"]["properties"]
 
 
-RULES = Path(__file__).parents[2] / "deploy" / "prometheus" / "production-signals.rules.yml"
+RULES = Path(__file__).parents[3] / "deploy" / "prometheus" / "production-signals.rules.yml"
 
 
 def metric_value(text: str, series: str) -> str:

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-from tests.collector.test_ingest_limits import post, turn
+from tests.collector.receivers.test_ingest_limits import post, turn
 from tests.server import Server, running_server
 
 

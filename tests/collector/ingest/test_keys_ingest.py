@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector.extract.fields import MAX_NAME
 from collector.extract.traces import MAX_KEY_BYTES
-from tests.collector.test_ingest_limits import post, turn
+from tests.collector.receivers.test_ingest_limits import post, turn
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
 

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
 
 from tests.server import running_server
 
-CAPTURE = Path(__file__).parents[1] / "captures" / "pydantic_ai" / "spans.otlp.json"
+CAPTURE = Path(__file__).parents[2] / "captures" / "pydantic_ai" / "spans.otlp.json"
 WEATHER = {"id": "weather", "selector": {"conversation": "conv-*"}, "match": "superset",
            "calls": [{"name": "get_weather"}]}
 # the worker in the server's process: its export counters are on the server's /metrics

@@ -17,7 +17,7 @@ from collector.extract import ExtractOptions, extract
 from collector.extract_report import file_report
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
-from tests.collector.test_extract_fixtures import CAPTURES, expected_turns, load
+from tests.collector.extract.test_extract_fixtures import CAPTURES, expected_turns, load
 
 
 def main(argv: list[str]) -> int:

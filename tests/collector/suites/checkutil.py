@@ -15,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from collector.cli import main
 from tests.spans import ToolStep, agent_turn, capture, to_request
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = ROOT / "tests" / "captures"
 
 

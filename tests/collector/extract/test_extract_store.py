@@ -25,7 +25,7 @@ from collector.store import queries
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations, tool_calls, turns
-from tests.collector.test_extract_fixtures import (
+from tests.collector.extract.test_extract_fixtures import (
     FIXTURES,
     NO_CONVERSATION_ID,
     expected_turns,

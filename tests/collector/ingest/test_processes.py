@@ -91,7 +91,7 @@ def test_an_ingest_child_dying_is_a_retryable_overload_counted() -> None:
 PARENT = textwrap.dedent("""
     import asyncio, sys
     from collector.processes import ProcessPool
-    from tests.collector.test_processes import pid
+    from tests.collector.ingest.test_processes import pid
 
     async def main():
         async with ProcessPool(2, "test") as pool:
