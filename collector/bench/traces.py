@@ -21,6 +21,7 @@ bytes (same length, so the protobuf framing stays valid): making a request costs
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -94,7 +95,10 @@ class RequestFactory:
     """Makes serialised ExportTraceServiceRequests with unique trace ids on every call.
 
     Trace ids are `request marker (8 bytes) + turn index (8 bytes)`; conversation ids embed a
-    conversation marker in hex. Each call replaces both markers with fresh values.
+    conversation marker in hex. Each call replaces both markers with fresh values. The
+    conversation marker is a hash of the group, random hex as real conversation ids (UUIDs,
+    `conv_…` ids) are: a zero-padded counter would put a long digit run, which the `card`
+    redaction pattern must examine, in every id.
     """
 
     def __init__(self, shape: Shape = Shape(), seed: int | None = None) -> None:
@@ -238,14 +242,18 @@ class RequestFactory:
         n = next(self._counter)
         marker = self._rng_prefix + n.to_bytes(4, "big")
         group = n if conversation_group is None else conversation_group
-        conv = (self._rng_prefix + group.to_bytes(4, "big")).hex().encode()
+        conv = self._conversation_marker(group).encode()
         body = self.template.replace(self._trace_marker, marker).replace(self._conv_marker, conv)
         return body, marker
 
     def conversation_keys(self, conversation_group: int) -> list[str]:
         """The conversation keys of requests made with `conversation_group`."""
-        conv = (self._rng_prefix + conversation_group.to_bytes(4, "big")).hex()
+        conv = self._conversation_marker(conversation_group)
         return [f"conv-{conv}-{i:04d}" for i in range(self.conversations)]
+
+    def _conversation_marker(self, group: int) -> str:
+        return hashlib.blake2b(self._rng_prefix + group.to_bytes(8, "big"),
+                               digest_size=8).hexdigest()
 
     @property
     def trace_prefix(self) -> str:
