@@ -6,7 +6,9 @@ sides alike. Each leg reports its wall rate (acknowledged = committed spans per 
 other processes on a shared machine disturb a lot) and the CPU seconds the server's process
 tree (receivers, ingest workers, the embedded scoring worker) spent per committed span, from
 the load's start until every conversation is scored (so work the feature defers past the load,
-such as signals recorded at scoring, is counted). The cost of a pair is on/off - 1 of CPU per
+such as signals recorded at scoring, is counted); on PostgreSQL the CPU of the database's
+backend processes serving the leg's database is added (the database server runs on this host,
+loopback only). The cost of a pair is on/off - 1 of CPU per
 span (and 1 - on/off of the wall rate); the summary is the median over pairs with the spread.
 """
 
@@ -64,6 +66,26 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
+def backend_cpu(url: str) -> dict[int, float]:
+    """PostgreSQL: CPU seconds of each backend process connected to `url`'s database (other
+    than this query's), by pid; {} for SQLite."""
+    if not url.startswith("postgresql"):
+        return {}
+    parsed = make_url(url)
+    conninfo = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        pids = [pid for (pid,) in conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()")]
+    return {pid: process_cpu(pid) for pid in pids}
+
+
+def store_cpu(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds the backends used between two `backend_cpu` samples (a backend new since
+    the first counts whole; one gone by the second is not seen)."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
 @dataclass(frozen=True)
 class Leg:
     """One leg: what was committed, how fast, and the CPU it took."""
@@ -71,7 +93,7 @@ class Leg:
     side: str  # "off" | "on"
     spans: int
     wall_rate: float  # acknowledged (= committed) spans/s during the load
-    cpu: float  # CPU seconds of the server's tree, load start → everything scored
+    cpu: float  # CPU seconds of the server's tree (+ PostgreSQL backends), load → all scored
     drained: bool  # every conversation scored before DRAIN_SECONDS
 
     @property
@@ -146,10 +168,10 @@ async def run_leg(url: str, side: str, flags: Sequence[str], expectation: Mappin
         await warm_up(server)
         wait_scored(url)
         pid = server.process.pid
-        cpu = tree_cpu(pid)
+        cpu, backends = tree_cpu(pid), backend_cpu(url)
         stats = await drive(server)
         drained = wait_scored(url)
-        cpu = tree_cpu(pid) - cpu
+        cpu = tree_cpu(pid) - cpu + store_cpu(backends, backend_cpu(url))
     return Leg(side, stats.acked_spans, stats.spans_per_second, cpu, drained)
 
 
