@@ -157,14 +157,16 @@ def wait_scored(url: str, timeout: float = DRAIN_SECONDS) -> bool:
         engine.dispose()
 
 
-async def run_leg(url: str, side: str, flags: Sequence[str], expectation: Mapping[str, object],
-                  warm_up: Drive, drive: Drive) -> Leg:
-    """One leg on a fresh store: warm the server up, let it score that, then measure `drive`
-    from its start until everything it sent is scored."""
+async def run_leg(url: str, side: str, flags: Sequence[str],
+                  expectation: Mapping[str, object] | None, warm_up: Drive, drive: Drive) -> Leg:
+    """One leg on a fresh store (with `expectation` registered, unless None): warm the server
+    up, let it score that, then measure `drive` from its start until everything it sent is
+    scored."""
     migrate(url)
     with serve(url, *flags) as server:
-        httpx.post(f"{server.base_url}/api/v1/expectations", json=expectation,
-                   timeout=10).raise_for_status()
+        if expectation is not None:
+            httpx.post(f"{server.base_url}/api/v1/expectations", json=expectation,
+                       timeout=10).raise_for_status()
         await warm_up(server)
         wait_scored(url)
         pid = server.process.pid
@@ -176,7 +178,7 @@ async def run_leg(url: str, side: str, flags: Sequence[str], expectation: Mappin
 
 
 async def run_pairs(pairs: int, base_url: str | None, tmp: Path, off: Sequence[str],
-                    on: Sequence[str], expectation: Mapping[str, object], warm_up: Drive,
+                    on: Sequence[str], expectation: Mapping[str, object] | None, warm_up: Drive,
                     drive: Drive, report: Callable[[int, Leg], None]) -> list[tuple[Leg, Leg]]:
     """`pairs` interleaved (off, on) pairs of legs; `report` is told of each leg."""
     out: list[tuple[Leg, Leg]] = []

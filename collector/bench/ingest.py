@@ -327,7 +327,8 @@ async def ab(args: argparse.Namespace, report: Report, shape: Shape, tmp: Path, 
                    + ("" if leg.drained else " (not all scored in time)"))
 
     pairs_run = await run_pairs(pairs, args.database_url, tmp, [*base, *off], [*base, *on],
-                                EXPECTATION, warm_up, load, told)
+                                None if args.ab_no_expectation else EXPECTATION, warm_up,
+                                load, told)
     summary = Summary.of(pairs_run)
     report.add(f"{feature} cost, CPU per span: median", Summary.line(summary.cpu_costs))
     report.add(f"{feature} cost, wall rate: median", Summary.line(summary.wall_costs))
@@ -453,6 +454,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--signals-ab", type=int, default=0, metavar="PAIRS",
                    help="instead of the phases: PAIRS of legs with production signals off "
                    "and on (interleaved, fresh stores), and the cost of signals on ingest")
+    p.add_argument("--ab-no-expectation", action="store_true",
+                   help="A/B legs without the expectation that selects every conversation "
+                   "(production without expectations: the worker reads trajectories only for "
+                   "signals)")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 
