@@ -249,9 +249,9 @@ class Policy:
                            attributes=attributes)
 
     def trace(self, trace: TraceInfo) -> TraceInfo:
-        # string by string (most recur, and are answered by `text`'s memo), not one JSON text
-        # of all: a pattern's possible match in one value would walk all of them
-        if not trace.attributes or not self.patterns:
+        # usually ruled out at once by one JSON text of all; else masked string by string
+        # (most recur, and are answered by `text`'s memo)
+        if not trace.attributes or not self.patterns_may_match(_json(trace.attributes)):
             return trace
         attributes = self.value(trace.attributes, None, True)
         return trace if attributes is trace.attributes else replace(trace, attributes=attributes)
