@@ -1,9 +1,11 @@
 """`tooltrail bench ingest`: how fast spans are acknowledged *and committed*, and at what cost.
 
-One run, phases in order, every loop bounded in count and time, loopback only:
+One run, phases in order, every loop bounded in count and time, loopback only, on the
+traffic of `collector.bench.traces` (docs/observability.md, "Benchmark traffic"):
 
-1. in-process limit — decode + extract + bulk insert in this process, no network, same
-   store kind: the ceiling the server is compared with;
+1. the floor (`collector.bench.floor`) — protobuf decode, tool spans picked by their
+   attributes, their rows bulk-inserted, in this one process on the same store kind: what the
+   server's figure is divided by ("ratio server / floor");
 2. generator — how fast this process makes requests (it must not be the bottleneck);
 3. a `tooltrail serve` subprocess (SQLite temp file, or `--database-url`) and, per transport,
    several closed-loop clients sending pre-built requests: acknowledged spans/s, ack latency,
@@ -12,6 +14,9 @@ One run, phases in order, every loop bounded in count and time, loopback only:
 5. the SDK's real exporters (BatchSpanProcessor + OTLP gRPC / HTTP exporters);
 6. overload — paced at twice the best rate, clients retrying as OTLP exporters do: peak RSS,
    retryable answers, nothing acknowledged missing.
+
+`--redaction-rules FILE` and `--signals-ab PAIRS` instead (or first) compare the server with a
+feature off and on in interleaved pairs of legs (`collector.bench.ab`).
 """
 
 from __future__ import annotations
@@ -20,11 +25,13 @@ import argparse
 import asyncio
 import contextlib
 import json
+import logging
+import statistics
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +39,8 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
+from collector.bench.ab import Leg, Summary, run_pairs
+from collector.bench.floor import floor_runs
 from collector.bench.load import (
     GrpcSender,
     HttpSender,
@@ -44,14 +53,10 @@ from collector.bench.memory import MemorySampler
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traces import RequestFactory, Shape
 from collector.clihelp import HelpFormatter
-from collector.extract import ExtractOptions, extract
-from collector.governance.redaction import load_policy
-from collector.model import Batch
-from collector.receivers.codec import PROTOBUF, decode_body
 from collector.store.db import make_engine, migrate
-from collector.store.persist import prepare, write_prepared
 
 MB = 1024 * 1024
+FLOOR = "floor: decode + pick tool spans + bulk insert (spans/s)"
 EXPECTATION = {"id": "bench-refund", "selector": {"conversation": "*"}, "match": "in_order",
                "calls": [{"name": "search_orders"}]}
 
@@ -76,37 +81,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     return str(value)
-
-
-def inprocess_limit(url: str, shape: Shape, requests: int, group: int, seconds: float,
-                    redact: Callable[[Batch], Batch] | None = None,
-                    clock: Callable[[], float] = time.perf_counter) -> float:
-    """Spans/s of decode + extract + prepare (with `redact`, the service's redaction policy)
-    + bulk insert in this one process, no network; per second of `clock` (wall time, or this
-    process's CPU time, which other processes' load disturbs less)."""
-    migrate(url)
-    engine = make_engine(url)
-    factory = RequestFactory(shape)
-    bodies = [factory.make(i // 4)[0] for i in range(requests)]
-    spans = 0
-    started, clock_started = time.perf_counter(), clock()
-    pending = []
-    for body in bodies:
-        request, _ = decode_body(body, PROTOBUF, None, 64 * MB)
-        pending.append(prepare(extract(request, ExtractOptions()), redact))
-        spans += factory.span_count
-        if len(pending) == group:
-            with engine.begin() as conn:
-                write_prepared(conn, pending, time.time())
-            pending = []
-        if time.perf_counter() - started > seconds:
-            break
-    if pending:
-        with engine.begin() as conn:
-            write_prepared(conn, pending, time.time())
-    elapsed = clock() - clock_started
-    engine.dispose()
-    return spans / elapsed
 
 
 def generator_rate(shape: Shape, seconds: float = 1.0) -> float:
@@ -275,47 +249,36 @@ def sdk_phase(server: ServerProcess, transport: str, seconds: float, clients: in
     return acked[0] / elapsed
 
 
-def redaction_cost(args: argparse.Namespace, report: Report, shape: Shape, url: str | None,
-                   tmp: str) -> None:
-    """The in-process limit without and with the redaction rules, alternated over rounds on the
-    same requests (each on a fresh SQLite file, or the given PostgreSQL store), per CPU second
-    of this process; the best of each, and the cost of redaction as a share of the rate
-    without it."""
-    policy = load_policy(args.redaction_rules, args.redaction_secret, args.span_attributes)
-    best = {"off": 0.0, "on": 0.0}
-    for n in range(args.redaction_rounds):
-        plain = load_policy(None, None, args.span_attributes)  # the service without rules
-        for mode, redact in (("off", plain.apply), ("on", policy.apply)):
-            limit_url = url or f"sqlite:///{Path(tmp) / f'redaction-{mode}-{n}.db'}"
-            best[mode] = max(best[mode], inprocess_limit(
-                limit_url, shape, args.inprocess_requests, args.group, args.seconds, redact,
-                clock=time.process_time))
-    report.add("in-process, redaction off (spans per CPU second)", best["off"])
-    report.add("in-process, redaction on (spans per CPU second)", best["on"])
-    report.add("redaction cost (%)", 100.0 * (1 - best["on"] / best["off"]))
-
-
 async def run(args: argparse.Namespace) -> Report:
-    """Every phase; returns the report."""
-    shape = Shape(spans=args.spans_per_request, turns_per_conversation=5)
+    """Every phase (or only the A/B comparisons asked for); returns the report."""
+    shape = Shape(spans=args.spans_per_request)
     with tempfile.TemporaryDirectory(prefix="tooltrail-bench-") as tmp:
         url = args.database_url or f"sqlite:///{Path(tmp) / 'bench.db'}"
         store = "postgresql" if url.startswith("postgresql") else "sqlite"
-        report = Report(store, {"spans_per_request": RequestFactory(shape).span_count,
+        factory = RequestFactory(shape)
+        report = Report(store, {"spans_per_request": factory.span_count,
+                                "tool_spans_per_request": factory.tool_calls,
+                                "turns_per_request": factory.turns,
+                                "conversations_per_request": factory.conversations,
                                 "clients": args.clients})
-        print(f"tooltrail bench ingest — store {store}, {report.shape['spans_per_request']} "
-              f"spans/request, {args.clients} clients per phase", flush=True)
-        limit_url = url if store == "postgresql" else f"sqlite:///{Path(tmp) / 'limit.db'}"
+        print(f"tooltrail bench ingest — store {store}, {factory.span_count} spans/request "
+              f"({factory.tool_calls} tool spans, {factory.turns} turns, "
+              f"{factory.conversations} conversations of "
+              f"{'/'.join(map(str, shape.conversation_turns))} turns), "
+              f"{args.clients} clients per phase", flush=True)
         if args.redaction_rules:
-            redaction_cost(args, report, shape, url if store == "postgresql" else None, tmp)
-            if args.redaction_only:
-                return report
-        report.add("in-process limit (spans/s)", inprocess_limit(
-            limit_url, shape, args.inprocess_requests, args.group, args.seconds))
-        report.add("generator (spans/s)", generator_rate(shape))
+            rules = ["--redaction-rules", args.redaction_rules,
+                     "--redaction-secret", args.redaction_secret]
+            attributes = ["--span-attributes", args.span_attributes]
+            await ab(args, report, shape, Path(tmp), "redaction", attributes,
+                     [*attributes, *rules], args.redaction_rounds)
         if args.signals_ab:
-            await signals_ab(args, report, shape, Path(tmp))
+            await ab(args, report, shape, Path(tmp), "signals", ["--no-signals"], ["--signals"],
+                     args.signals_ab)
+        if args.redaction_only or args.signals_ab:
             return report
+        floor(args, report, shape, url, tmp)
+        report.add("generator (spans/s)", generator_rate(shape))
         migrate(url)
         flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
         if args.worker != "embedded":
@@ -332,44 +295,45 @@ async def run(args: argparse.Namespace) -> Report:
         return report
 
 
-async def signals_ab(args: argparse.Namespace, report: Report, shape: Shape, tmp: Path) -> None:
-    """Production signals on vs off in one run: `--signals-ab` legs alternating on, off, on,
-    off…, each a fresh store and a fresh server with its embedded worker (which records the
-    signals as it claims settled conversations, competing with ingest for the cores and the
-    store), each driven `--seconds` over HTTP; the best leg of each side is compared."""
-    best: dict[str, float] = {"on": 0.0, "off": 0.0}
-    for leg in range(2 * args.signals_ab):
-        side = "on" if leg % 2 == 0 else "off"
-        url = args.database_url or f"sqlite:///{tmp / f'ab-{leg}.db'}"
-        if args.database_url:
-            raise SystemExit("--signals-ab makes its own SQLite stores; omit --database-url")
-        migrate(url)
-        flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag,
-                 "--signals" if side == "on" else "--no-signals"]
-        with serve(url, *flags) as server:
-            httpx.post(f"{server.base_url}/api/v1/expectations", json=EXPECTATION, timeout=10)
-            stats = await drive(server, "http", args.clients, RequestFactory(shape), args.seconds)
-            engine = make_engine(url)
-            try:
-                signal_turns = _signal_turns(engine)
-            finally:
-                engine.dispose()
-        report.add(f"signals {side}, leg {leg + 1}: acknowledged+committed (spans/s)",
-                   stats.spans_per_second)
-        report.add(f"signals {side}, leg {leg + 1}: turns with signals recorded", signal_turns)
-        best[side] = max(best[side], stats.spans_per_second)
-    report.add("signals on / off, best legs (spans/s)", f"{best['on']:,.0f} / {best['off']:,.0f}")
-    cost = 1 - best["on"] / best["off"] if best["off"] else 0.0
-    report.add("signals cost on ingest (%)", round(100 * cost, 1))
+def floor(args: argparse.Namespace, report: Report, shape: Shape, url: str, tmp: str) -> float:
+    """The floor (collector.bench.floor) in `--floor-rounds` rounds; returns the best."""
+    floor_url = url if url.startswith("postgresql") else f"sqlite:///{Path(tmp) / 'floor.db'}"
+    runs = floor_runs(floor_url, shape, args.floor_requests, args.group, args.seconds,
+                      args.floor_rounds)
+    rates = [r.spans_per_second for r in runs]
+    report.add("floor: rounds (spans/s)", " / ".join(f"{r:,.0f}" for r in rates))
+    report.add("floor: per CPU second, best round", max(r.spans_per_cpu_second for r in runs))
+    report.add(FLOOR, max(rates))
+    return max(rates)
 
 
-def _signal_turns(engine: Engine) -> int:
-    from sqlalchemy import func, select
+async def ab(args: argparse.Namespace, report: Report, shape: Shape, tmp: Path, feature: str,
+             off: list[str], on: list[str], pairs: int) -> None:
+    """`feature` off vs on (collector.bench.ab): interleaved pairs of legs, each a fresh store
+    and server driven `--seconds` over HTTP by `--clients` clients; per leg and the median
+    cost with its spread."""
+    base = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
 
-    from collector.store.tables import signal_turns
+    async def warm_up(server: ServerProcess) -> Stats:
+        return await drive(server, "http", args.clients, RequestFactory(shape), 1.0,
+                           max_requests=4 * args.clients)
 
-    with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(signal_turns)).scalar() or 0)
+    async def load(server: ServerProcess) -> Stats:
+        return await drive(server, "http", args.clients, RequestFactory(shape), args.seconds)
+
+    def told(n: int, leg: Leg) -> None:
+        report.add(f"{feature} {leg.side}, pair {n}: spans/s | CPU µs/span",
+                   f"{leg.wall_rate:,.0f} | {leg.cpu_per_span:.1f}"
+                   + ("" if leg.drained else " (not all scored in time)"))
+
+    pairs_run = await run_pairs(pairs, args.database_url, tmp, [*base, *off], [*base, *on],
+                                None if args.ab_no_expectation else EXPECTATION, warm_up,
+                                load, told)
+    summary = Summary.of(pairs_run)
+    report.add(f"{feature} cost, CPU per span: median", Summary.line(summary.cpu_costs))
+    report.add(f"{feature} cost, wall rate: median", Summary.line(summary.wall_costs))
+    report.figures[f"{feature} cost CPU (%)"] = statistics.median(summary.cpu_costs)
+    report.figures[f"{feature} cost wall (%)"] = statistics.median(summary.wall_costs)
 
 
 @contextlib.contextmanager
@@ -405,8 +369,8 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
                        f"{stats.retryable} / {stats.refused} {stats.messages}")
         best = max(best, stats.spans_per_second)
     report.add("best acknowledged+committed (spans/s)", best)
-    limit = report.figures["in-process limit (spans/s)"]
-    report.add("ratio to in-process limit", best / limit if limit else 0.0)
+    limit = report.figures[FLOOR]
+    report.add("ratio server / floor", best / limit if limit else 0.0)
     report.add("peak memory at full load (MB)", memory(sampler))
 
     factory = RequestFactory(shape)
@@ -471,22 +435,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--worker", choices=["embedded", "process", "none"], default="embedded",
                    help="scoring: in the server (the default of `serve`), a separate "
                         "`tooltrail worker` process, or none (receivers alone)")
-    p.add_argument("--inprocess-requests", type=int, default=120)
-    p.add_argument("--group", type=int, default=8, help="requests per in-process transaction")
+    p.add_argument("--floor-requests", type=int, default=120,
+                   help="requests per round of the floor")
+    p.add_argument("--floor-rounds", type=int, default=3,
+                   help="rounds of the floor (the best is the floor)")
+    p.add_argument("--group", type=int, default=8, help="requests per transaction of the floor")
     p.add_argument("--server-flag", action="append", default=[],
                    help="extra flag for `tooltrail serve` (repeat; e.g. --server-flag=--no-worker)")
     p.add_argument("--redaction-rules", metavar="FILE",
-                   help="also measure the in-process limit with and without these redaction "
-                   "rules (docs/redaction.md), alternated in this run, and print the cost")
+                   help="first compare the server without and with these redaction rules "
+                   "(docs/redaction.md) in interleaved pairs of legs, and print the cost")
     p.add_argument("--redaction-secret", default="bench-secret", help="their HMAC key")
     p.add_argument("--span-attributes", default="all", help="their span attributes setting")
-    p.add_argument("--redaction-rounds", type=int, default=3,
-                   help="rounds of off/on measurements (the best of each is reported)")
+    p.add_argument("--redaction-rounds", type=int, default=3, metavar="PAIRS",
+                   help="pairs of legs without and with the rules (the median is reported)")
     p.add_argument("--redaction-only", action="store_true",
                    help="with --redaction-rules: stop after that comparison")
     p.add_argument("--signals-ab", type=int, default=0, metavar="PAIRS",
-                   help="instead of the phases: PAIRS of legs with production signals on and "
-                   "off (fresh SQLite stores), and the cost of signals on ingest")
+                   help="instead of the phases: PAIRS of legs with production signals off "
+                   "and on (interleaved, fresh stores), and the cost of signals on ingest")
+    p.add_argument("--ab-no-expectation", action="store_true",
+                   help="A/B legs without the expectation that selects every conversation "
+                   "(production without expectations: the worker reads trajectories only for "
+                   "signals)")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 
@@ -494,6 +465,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Entry point of `tooltrail bench ingest`."""
     args = parser().parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     report = asyncio.run(run(args))
     if args.json:
         Path(args.json).write_text(json.dumps(

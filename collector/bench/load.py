@@ -196,7 +196,7 @@ async def run_open_loop(
     max_requests: int = 1_000_000,
     max_inflight: int = 512,
     grace: float = 60.0,
-    conversation_every: int = 4,
+    conversation_every: int = 1,
 ) -> Stats:
     """Offer `rate` requests/s for `seconds` whatever the answers (open loop): each request is
     its own task (at most `max_inflight` at once), spread over `senders`, retried on retryable
@@ -249,12 +249,14 @@ async def run_clients(
     rate: float | None = None,
     retry: bool = True,
     grace: float = 30.0,
-    conversation_every: int = 4,
+    conversation_every: int = 1,
 ) -> Stats:
     """Drive `senders` (one client each) for `seconds` or `max_requests` requests, whichever
     comes first. Closed-loop when `rate` is None (each client sends its next request when the
     last is answered); else paced at `rate` requests/s in total (open loop). Retries may run
-    `grace` seconds past the end."""
+    `grace` seconds past the end. `conversation_every` consecutive requests of a client
+    continue the same conversations (1: each request holds whole conversations of its own, as
+    the benchmark traffic is defined)."""
     stats = Stats()
     stats.started = time.perf_counter()
     stop_at = time.monotonic() + seconds

@@ -3,8 +3,8 @@
 Modules: `otlp` (the one resource → scope → span walk), `conventions` (is this span a tool
 execution?), `fields` + `events` + `decoding` (reading and decoding a call's fields), `requests`
 (calls the model asked for), `traces` (conversation key, turn root), `analyze` (the pass over
-one request), `reconcile` (each call once, with steps, at read time), `log_records` (the same content
-read from OTLP log events, `collector.readers.read_logs`).
+one request), `reconcile` (each call once, with steps, at read time), `log_records` (the
+same content read from OTLP log events, `collector.readers.read_logs`).
 """
 
 from __future__ import annotations

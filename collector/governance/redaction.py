@@ -37,7 +37,8 @@ Action = Literal["drop", "mask", "hash"]
 ACTIONS = ("drop", "mask", "hash")
 MASK = "[redacted]"
 HASH_PREFIX = "hmac-sha256:"
-MAX_CACHED = 10_000  # cached names (tools, keys) per policy
+MAX_CACHED = 10_000  # cached names (tools, keys), hashes and masked texts per policy
+MEMO_CHARS = 256  # strings up to this long are remembered masked (`Policy.text`)
 HASH_HEX = 32  # hex digits kept of the 64 (128 bits: collisions are not a concern)
 
 # The attributes extraction reads a call's arguments and result from (collector.extract.fields).
@@ -100,8 +101,16 @@ class Pattern:
     name: str
     regex: re.Pattern[str]
     luhn: bool = False
-    hints: str | tuple[str, ...] = ()  # a match holds one of these: texts without are skipped
-    prefilter: str = ""  # built-ins: how a JSON text is ruled out at once (`may_match`)
+    prefilter: str = ""  # built-ins: how a text is ruled out at once (`may_match`, `may_hold`)
+
+    def may_hold(self, text: str) -> bool:
+        """False only when `text` holds no match (a substring test or one `translate`, far
+        cheaper than the regex; True for custom patterns)."""
+        if self.prefilter == "@":
+            return "@" in text
+        if self.prefilter == "digits":
+            return CARD_RUN in text.encode("utf-8", "replace").translate(DIGIT_MAP, b" -")
+        return True
 
     def may_match(self, blob: bytes) -> bool:
         """False only when no string inside the JSON document `blob` holds a match: exact for
@@ -130,10 +139,8 @@ class Pattern:
 
 
 BUILTIN_PATTERNS = {
-    # hints: most texts are rejected by substring tests, far cheaper than a regex scan
-    "email": Pattern("email", re.compile(EMAIL), hints="@", prefilter="@"),
-    "card": Pattern("card", re.compile(CARD, re.ASCII), luhn=True, hints="0123456789",
-                    prefilter="digits"),
+    "email": Pattern("email", re.compile(EMAIL), prefilter="@"),
+    "card": Pattern("card", re.compile(CARD, re.ASCII), luhn=True, prefilter="digits"),
 }
 
 
@@ -182,6 +189,8 @@ class Policy:
     _matchers: dict[tuple[str, str], KeyMatcher | None] = field(default_factory=dict,
                                                                 compare=False)
     _hashes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    # short strings (ids, names, resource attributes) recur in every trace: masked once
+    _texts: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def redacts(self) -> bool:
@@ -206,35 +215,46 @@ class Policy:
 
     def call(self, call: ToolCall) -> ToolCall:
         attributes = self.kept_attributes(call.attributes)
-        raw = call.arguments_raw
-        # one JSON text of the call: what cannot match a rule or a pattern is not walked
-        blob = _json((call.arguments, call.result, attributes, call.error, raw))
-        scan = self.patterns_may_match(blob)
+        raw, error = call.arguments_raw, call.error
         keys = self.matcher(call.name, "arguments")
-        arguments = self.value(call.arguments, keys if keys is None or keys.may_match(
-            blob) else None, scan)
         found = self.matcher(call.name, "result")
-        result = self.value(call.result, found if found is None or found.may_match(
-            blob) else None, scan)
+        # each part as JSON text once: a part no key rule or pattern can match is not walked
+        arguments_blob = _json(call.arguments) if keys is not None or self.patterns else None
+        result_blob = _json(call.result) if found is not None or self.patterns else None
+        scan_arguments = scan_result = scan = False
+        if self.patterns:  # usually nothing anywhere: one look at the whole call
+            rest_blob = _json((attributes, error, raw))
+            whole = (None if arguments_blob is None or result_blob is None or rest_blob is None
+                     else arguments_blob + result_blob + rest_blob)
+            if self.patterns_may_match(whole):
+                scan_arguments = self.patterns_may_match(arguments_blob)
+                scan_result = self.patterns_may_match(result_blob)
+                scan = self.patterns_may_match(rest_blob)
+        arguments = self.value(
+            call.arguments, keys if keys is not None and keys.may_match(arguments_blob) else None,
+            scan_arguments)
+        result = self.value(
+            call.result, found if found is not None and found.may_match(result_blob) else None,
+            scan_result)
         if raw is not None:
             # the raw text holds every argument as sent: keyed rules cannot reach into it
-            raw = None if keys is not None else self.text(raw)
-        return call.evolve(
-            arguments=arguments,
-            arguments_raw=raw,
-            result=result,
-            error=None if call.error is None or not scan else self.text(call.error),
-            attributes=self.value(attributes, None, scan) if scan else attributes,
-        )
+            raw = None if keys is not None else self.text(raw) if scan else raw
+        if scan:
+            attributes = self.value(attributes, None, True)
+            error = None if error is None else self.text(error)
+        if (arguments is call.arguments and result is call.result and raw is call.arguments_raw
+                and error is call.error and attributes is call.attributes):
+            return call
+        return call.evolve(arguments=arguments, arguments_raw=raw, result=result, error=error,
+                           attributes=attributes)
 
     def trace(self, trace: TraceInfo) -> TraceInfo:
-        if not trace.attributes or not self.may_match(trace.attributes):
+        # usually ruled out at once by one JSON text of all; else masked string by string
+        # (most recur, and are answered by `text`'s memo)
+        if not trace.attributes or not self.patterns_may_match(_json(trace.attributes)):
             return trace
-        return replace(trace, attributes=self.value(trace.attributes, None, True))
-
-    def may_match(self, values: Any) -> bool:
-        """False when no pattern can match any string inside `values`."""
-        return self.patterns_may_match(_json(values))
+        attributes = self.value(trace.attributes, None, True)
+        return trace if attributes is trace.attributes else replace(trace, attributes=attributes)
 
     def patterns_may_match(self, blob: bytes | None) -> bool:
         """False when no pattern can match a string inside the JSON document `blob` (one pass
@@ -265,8 +285,10 @@ class Policy:
 
     def kept_attributes(self, attributes: dict[str, Any]) -> dict[str, Any]:
         if self.attributes == "none":
-            return {}
+            return attributes if not attributes else {}
         if self.attributes == "all":
+            if EXTRACTED_KEYS.isdisjoint(attributes):
+                return attributes
             return {k: v for k, v in attributes.items() if k not in EXTRACTED_KEYS}
         allowed = self.attributes
         return {k: v for k, v in attributes.items()
@@ -274,26 +296,32 @@ class Policy:
 
     def value(self, value: Any, keys: KeyMatcher | None, scan: bool = True) -> Any:
         """`value` with key rules applied to its mappings (at any depth) and, when `scan`,
-        patterns to its strings."""
+        patterns to its strings. What nothing changes is returned as is (the same object)."""
         if isinstance(value, str):
             return self.text(value) if scan else value
         if keys is None and not scan:
             return value
         if isinstance(value, dict):
-            if keys is None:
-                return {key: self.value(item, None) for key, item in value.items()}
             out: dict[str, Any] = {}
+            changed = False
+            rule_of = keys.rule if keys is not None else None
             for key, item in value.items():
-                rule = keys.rule(key)
+                rule = rule_of(key) if rule_of is not None else None
                 if rule is None:
-                    out[key] = self.value(item, keys, scan)
+                    new = item if not scan and not isinstance(item, (dict, list)) else self.value(
+                        item, keys, scan)
+                    out[key] = new
+                    changed = changed or new is not item
                 elif rule.action == "mask":
-                    out[key] = MASK
+                    out[key], changed = MASK, True
                 elif rule.action == "hash":
-                    out[key] = self.hashed(item)
-            return out
+                    out[key], changed = self.hashed(item), True
+                else:
+                    changed = True  # dropped
+            return out if changed else value
         if isinstance(value, list):
-            return [self.value(item, keys, scan) for item in value]
+            items = [self.value(item, keys, scan) for item in value]
+            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
         return value
 
     def hashed(self, value: Any) -> str:
@@ -309,10 +337,22 @@ class Policy:
         return found
 
     def text(self, text: str) -> str:
+        """`text` with every pattern's matches masked (the same object when none matched)."""
+        short = len(text) <= MEMO_CHARS
+        if short:
+            found = self._texts.get(text)
+            if found is not None:
+                return found
+        out = text
         for pattern in self.patterns:
-            if not pattern.hints or any(map(text.__contains__, pattern.hints)):
-                text = pattern.sub(text)
-        return text
+            if pattern.may_hold(out):
+                out = pattern.sub(out)
+        out = text if out == text else out
+        if short:
+            if len(self._texts) >= MAX_CACHED:
+                self._texts.clear()
+            self._texts[text] = out
+        return out
 
 
 def _literal(glob: str) -> bytes | None:

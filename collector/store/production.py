@@ -64,10 +64,11 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
     fresh_ids = [t.turn_id for t in fresh]
     old = _kept(conn, ids, fresh_ids)
     deltas: dict[Key, Counts] = {}
-    for kept in old:
-        deltas.setdefault(kept.key, Counts()).add(kept.signal, -1)
-    for kept in fresh:
-        deltas.setdefault(kept.key, Counts()).add(kept.signal)
+    for kept, sign in [(k, -1) for k in old] + [(k, 1) for k in fresh]:
+        counts = deltas.get(kept.key)
+        if counts is None:
+            counts = deltas[kept.key] = Counts()
+        counts.add(kept.signal, sign)
     old_ids = [k.turn_id for k in old]
     if old_ids:
         conn.execute(delete(signal_turns).where(among(conn, signal_turns.c.turn_id, old_ids)))
@@ -86,7 +87,7 @@ def _turn_signals(conn: Connection, facts: Sequence[ConversationFacts],
     """Each logical turn with its key and signal (turns in start order, as scored)."""
     ids = sorted(f.id for f in facts)
     order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in ids}
-    meta: dict[int, tuple[int, list[str]]] = {}
+    meta: dict[int, tuple[int, tuple[str, ...]]] = {}
     t = turns.c
     for cid, tid, key, start, agents in conn.execute(
         select(t.conversation_id, t.id, t.turn_key, t.start_ns, t.agents)
@@ -94,36 +95,46 @@ def _turn_signals(conn: Connection, facts: Sequence[ConversationFacts],
         .order_by(t.conversation_id, t.start_ns, t.id)
     ):
         order[cid].append((tid, key))
-        meta[tid] = (start or 0, list(agents or []))
+        meta[tid] = (start or 0, tuple(agents or ()))
     pending: dict[int, int] = {}
     k = tool_calls.c
     for tid, in conn.execute(
         select(k.turn_id).where(among(conn, k.conversation_id, ids), k.status == "pending")
     ):
         pending[tid] = pending.get(tid, 0) + 1
+    names: dict[tuple[str, ...], str] = {}  # a turn's agents → the key's agent (few distinct)
     for f in facts:
-        cid, service = f.id, f.service
+        cid, service = f.id, f.service or UNKNOWN
         version = f.attributes.get(VERSION_ATTRIBUTE)
+        version = str(version) if version is not None else UNKNOWN
         for (stored, explicit), calls in zip(
             logical_turns(order[cid]), paths[cid].turns, strict=True
         ):
-            tids = [tid for tid in (stored, explicit) if tid is not None]
-            start = min(meta[tid][0] for tid in tids)
-            agents = sorted({a for tid in tids for a in meta[tid][1]})
+            if stored is None or explicit is None:
+                first = stored if stored is not None else explicit
+                assert first is not None
+                start, agents = meta[first]
+                waiting = pending.get(first, 0)
+            else:
+                first = stored
+                (start_a, agents_a), (start_b, agents_b) = meta[stored], meta[explicit]
+                start, agents = min(start_a, start_b), agents_a + agents_b
+                waiting = pending.get(stored, 0) + pending.get(explicit, 0)
+            agent = names.get(agents)
+            if agent is None:
+                agent = names[agents] = ",".join(sorted(set(agents)))
             tools: dict[str, int] = {}
             failed = unexecuted = 0
             for call in calls:
                 tools[call.name] = tools.get(call.name, 0) + 1
-                if call.error == NOT_EXECUTED:
-                    unexecuted += 1
-                elif call.error is not None:
-                    failed += 1
-            signal = TurnSignal(len(calls), failed, unexecuted,
-                                sum(pending.get(tid, 0) for tid in tids), tools)
-            key = (f.project, service or UNKNOWN,
-                   str(version) if version is not None else UNKNOWN,
-                   ",".join(agents), start // 1_000_000_000 // HOUR * HOUR)
-            yield KeptTurn(tids[0], cid, key, signal)
+                if call.error is not None:
+                    if call.error == NOT_EXECUTED:
+                        unexecuted += 1
+                    else:
+                        failed += 1
+            signal = TurnSignal(len(calls), failed, unexecuted, waiting, tools)
+            yield KeptTurn(first, cid, (f.project, service, version, agent,
+                                        start // 1_000_000_000 // HOUR * HOUR), signal)
 
 
 def _kept(conn: Connection, ids: list[int], turn_ids: list[int]) -> list[KeptTurn]:

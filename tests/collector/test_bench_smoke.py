@@ -6,7 +6,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from collector.bench.floor import run_floor, tool_rows
+from collector.bench.traces import TOOLS, RequestFactory, Shape
 from tests.conftest import drop_postgres_database, new_postgres_database
 
 
@@ -28,12 +34,64 @@ def test_bench_scoring_runs_a_job_and_scores_under_ingest() -> None:
     assert re.search(r"time-to-score under ingest \(\d+ conversations.*; 0 not scored", out), out
 
 
-def test_bench_ingest_loses_nothing(tmp_path: object) -> None:
+def test_bench_ingest_loses_nothing(tmp_path: Path) -> None:
     out = run("ingest", "--database-url", f"sqlite:///{tmp_path}/b.db", "--seconds", "1",
               "--sdk-seconds", "1", "--sdk-clients", "1", "--overload-seconds", "2",
-              "--inprocess-requests", "8", "--spans-per-request", "100")
+              "--floor-requests", "8", "--floor-rounds", "1", "--spans-per-request", "100")
     for line in ("grpc: acknowledged missing from store", "http: acknowledged missing from store",
                  "overload: acknowledged missing from store"):
         assert re.search(re.escape(line) + r"\s+0\n", out), out
     assert re.search(r"overload: server alive\s+1", out), out
     assert re.search(r"time-to-score after last ack.*\s\d+\.\d+\n", out), out
+    assert re.search(r"ratio server / floor\s+\d+\.\d+\n", out), out
+
+
+def test_bench_ingest_ab_prints_each_leg_and_the_median(tmp_path: Path) -> None:
+    out = run("ingest", "--signals-ab", "1", "--seconds", "1", "--spans-per-request", "100",
+              "--clients", "2", "--settle-seconds", "0.2")
+    for side in ("off", "on"):
+        assert re.search(rf"signals {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
+                         r"\d+\.\d\n", out), out
+    assert re.search(r"signals cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
+    assert "not all scored" not in out, out
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_floor_stores_exactly_the_tool_spans(tmp_path: Path, store: str) -> None:
+    url = f"sqlite:///{tmp_path}/floor.db" if store == "sqlite" else new_postgres_database()
+    try:
+        factory = RequestFactory(Shape(spans=100))
+        bodies = [factory.make()[0] for _ in range(3)]
+        done = run_floor(url, bodies, factory.span_count, group=2, seconds=60)
+    finally:
+        if store == "postgresql":
+            drop_postgres_database(url)
+    assert (done.spans, done.calls) == (3 * factory.span_count, 3 * factory.tool_calls)
+    rows = tool_rows(bodies[0])
+    assert len(rows) == factory.tool_calls
+    names = {row[3] for row in rows}
+    assert names <= set(TOOLS) and all(row[5] for row in rows)  # arguments as sent
+    assert {row[7] for row in rows} == {"ok", "error"}
+
+
+def test_traffic_has_the_documented_shape() -> None:
+    factory = RequestFactory(Shape())
+    assert 490 <= factory.span_count <= 520
+    assert 0.3 <= factory.tool_calls / factory.span_count <= 0.4
+    request = ExportTraceServiceRequest.FromString(factory.make()[0])
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    turns: dict[str, int] = {}
+    llm = 0
+    for span in spans:
+        attrs = {kv.key: kv.value.string_value for kv in span.attributes}
+        if attrs.get("gen_ai.operation.name") == "invoke_agent":
+            key = attrs["gen_ai.conversation.id"]
+            turns[key] = turns.get(key, 0) + 1
+        if attrs.get("openinference.span.kind") == "LLM":
+            llm += 1
+            assert attrs["gen_ai.operation.name"] == "chat"
+            assert len(attrs["gen_ai.input.messages"]) > 300
+            assert "tool_call" in attrs["gen_ai.output.messages"]
+            assert attrs["llm.input_messages.0.message.role"] == "system"
+    assert llm == factory.turns == sum(turns.values())
+    assert set(turns.values()) == {3, 4, 5, 6} and len(turns) == factory.conversations

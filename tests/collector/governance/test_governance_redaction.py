@@ -23,7 +23,7 @@ from collector.governance.redaction import (
     load_policy,
     luhn,
 )
-from collector.model import Batch, ToolCall
+from collector.model import Batch, ToolCall, TraceInfo
 from collector.store.rows import CALL_FIELDS, prepare
 from tests.collector.dbscan import where_found
 from tests.server import Server, running_server
@@ -209,3 +209,35 @@ def test_ruling_a_call_out_at_once_never_misses_what_the_walk_finds(
     # the walk itself redacts whatever holds an email or a card number (the check has teeth)
     holds = any(s in json.dumps(value) for s in ("4111", EMAIL, EMAIL.upper()))
     assert (walked != value) == holds
+
+
+def trace(attributes: dict[str, object]) -> TraceInfo:
+    return TraceInfo(trace_id="t" * 32, turn_key="k", conversation_key="c", key_rank=0,
+                     service="svc", agents=frozenset(), start_ns=1, end_ns=2,
+                     has_agent_root=True, attributes=attributes)
+
+
+def test_trace_attributes_are_masked_value_by_value_and_untouched_ones_kept(
+    rules_file: Path,
+) -> None:
+    policy = load_policy(str(rules_file), SECRET, "all")
+    clean = trace({"service.name": "svc", "n": 4111111111111111, "ids": ["conv-1", "x"]})
+    assert policy.trace(clean) is clean  # nothing to mask: not copied
+    dirty = {"user": EMAIL, "input.value": f"pay with {CARD} please", "service.name": "svc",
+             "list": [EMAIL, "ok"], "long": "y" * 400 + " " + EMAIL}
+    for _ in range(2):  # the second time, short values come from the memo: the same answers
+        masked = policy.trace(trace(dict(dirty))).attributes
+        assert masked == {"user": "[redacted:email]",
+                          "input.value": "pay with [redacted:card] please",
+                          "service.name": "svc", "list": ["[redacted:email]", "ok"],
+                          "long": "y" * 400 + " [redacted:email]"}
+    assert policy.text("pay with 4111 1111 1111 1112 please").endswith("1112 please")
+
+
+def test_a_call_no_rule_or_pattern_touches_is_not_copied(rules_file: Path) -> None:
+    policy = load_policy(str(rules_file), SECRET, "none")
+    untouched = call(arguments={"q": "shoes", "n": 2}, result={"items": ["a"]}, attributes={})
+    assert policy.call(untouched) is untouched
+    touched = policy.call(call(arguments={"q": "shoes", "customer_id": CUSTOMER}, attributes={}))
+    assert touched.arguments == {"q": "shoes", "customer_id": hash_value(SECRET.encode(),
+                                                                          CUSTOMER)}

@@ -1,5 +1,6 @@
-"""`tooltrail import`: each source's documented examples (tests/collector/suites/suites_data/*/README.md
-cites them) imported, then checked; the verdicts are those the source tool gives."""
+"""`tooltrail import`: each source's documented examples (their
+tests/collector/suites/suites_data/*/README.md cites them) imported, then checked; the
+verdicts are those the source tool gives."""
 
 from __future__ import annotations
 
