@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -281,4 +282,24 @@ signal_buckets = Table(
     Column("tools", Json, nullable=False),
     PrimaryKeyConstraint(*SIGNAL_KEY),
     Index("ix_signal_buckets_bucket", "bucket"),
+)
+
+# The raw spans extraction read (migration 0006; collector.store.archive): per request and
+# trace, the request's spans of that trace re-serialised as an ExportTraceServiceRequest and
+# zlib-compressed, so that a later extractor can read them again (collector.reextract). Kept
+# while its conversation is (it has a `conversation_id`: retention and DELETE remove it). No
+# foreign keys, as tool_calls: only the writer inserts rows, with their turn and conversation.
+span_archive = Table(
+    "span_archive",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("conversation_id", Id, nullable=False),
+    Column("turn_id", Id, nullable=False),
+    Column("trace_id", Text, nullable=False),
+    Column("digest", Text, nullable=False),  # of the uncompressed bytes: a resend is kept once
+    Column("span_count", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+    UniqueConstraint("trace_id", "digest", name="uq_span_archive_content"),
+    Index("ix_span_archive_conversation", "conversation_id"),
+    Index("ix_span_archive_turn", "turn_id"),
 )
