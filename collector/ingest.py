@@ -122,6 +122,8 @@ class Pipeline:
     prepare: Callable[[Batch], Prepared]
     options: ExtractOptions
     limit: int
+    # keeps a traces request's raw spans beside its rows (collector.store.archive.pack)
+    archive: Callable[[ExportTraceServiceRequest], tuple[Any, ...]] | None = None
 
 
 def run_pipeline(
@@ -135,7 +137,10 @@ def run_pipeline(
         batch = replace(batch, rejected=(*refused, *batch.rejected),
                         span_count=batch.span_count + len(refused))
         records += len(refused)
-    return pipeline.prepare(batch), size, records
+    prepared = pipeline.prepare(batch)
+    if pipeline.archive is not None and signal == "traces":  # compressed here, off the writer
+        prepared = replace(prepared, archive=pipeline.archive(request))  # type: ignore[type-var]
+    return prepared, size, records
 
 
 def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
