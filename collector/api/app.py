@@ -34,6 +34,7 @@ from collector.metrics import Metrics
 from collector.receivers import http as http_receiver
 from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
+from collector.store import archive
 from collector.store.db import WalCheckpointer, make_engine
 from collector.store.rows import prepare
 from collector.store.writer import Writer
@@ -80,6 +81,7 @@ def create_app(settings: Settings) -> FastAPI:
             keep_plumbing=settings.keep_plumbing,
         ),
         limit=settings.max_request_bytes,
+        archive=archive.pack if settings.archive_enabled else None,
     )
     offload = Offload(pipeline, settings.ingest_processes, settings.ingest_inline_bytes, metrics)
     ingest = Ingest(writer, metrics, offload)
