@@ -123,7 +123,7 @@ class Pipeline:
     options: ExtractOptions
     limit: int
     # keeps a traces request's raw spans beside its rows (collector.store.archive.pack)
-    archive: Callable[[ExportTraceServiceRequest], tuple[Any, ...]] | None = None
+    archive: Callable[[ExportTraceServiceRequest, Batch], tuple[Any, ...]] | None = None
 
 
 def run_pipeline(
@@ -139,7 +139,7 @@ def run_pipeline(
         records += len(refused)
     prepared = pipeline.prepare(batch)
     if pipeline.archive is not None and signal == "traces":  # compressed here, off the writer
-        prepared = replace(prepared, archive=pipeline.archive(request))  # type: ignore[type-var]
+        prepared = replace(prepared, archive=pipeline.archive(request, batch))  # type: ignore[type-var]
     return prepared, size, records
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -68,10 +68,24 @@ def _comparable(row: Sequence[Any]) -> tuple[Any, ...]:
     )
 
 
-def _fresh(entries: list[tuple[str, bytes]], options: ExtractOptions) -> list[PreparedBatch]:
-    """Each archived request extracted and prepared as ingest does it."""
-    return [prepare(extract_safely(request, options))
-            for request in archive.unpack(data for _, data in entries)]
+def _fresh(conn: Connection, ids: Sequence[int],
+           options: ExtractOptions) -> dict[int, list[PreparedBatch]]:
+    """Conversation id → each archived request holding its traces, extracted and prepared as
+    ingest did it (every request once, whichever of `ids` share it), kept to its traces."""
+    traces = archive.traces_of(conn, ids)
+    held = archive.conversation_entries(conn, ids)
+    prepared = {aid: prepare(extract_safely(archive.unpack(data), options))
+                for aid, data in archive.load(conn, sorted(held)).items()}
+    fresh: dict[int, list[PreparedBatch]] = {}
+    for cid, mine in sorted(traces.items()):
+        for aid in sorted(held):
+            if mine.isdisjoint(held[aid]):
+                continue
+            batch = prepared[aid]
+            fresh.setdefault(cid, []).append(replace(
+                batch, calls=tuple(r for r in batch.calls if r[SPAN[0]] in mine),
+                traces=tuple(t for t in batch.traces if t.trace_id in mine), archive=()))
+    return fresh
 
 
 def _changed(conn: Connection, cid: int, traces: list[str],
@@ -98,15 +112,12 @@ def _changed(conn: Connection, cid: int, traces: list[str],
     return False
 
 
-def reextract_conversation(conn: Connection, cid: int, options: ExtractOptions) -> bool:
-    """Extract one conversation's archive again; replace its rows if they differ. True when
-    they did (the conversation, and any a turn moved to, are marked changed)."""
-    entries = archive.conversation_entries(conn, cid)
-    if not entries:
-        return False
-    traces = sorted({trace for trace, _ in entries})
-    batches = _fresh(entries, options)
-    if not _changed(conn, cid, traces, batches):
+def reextract_conversation(conn: Connection, cid: int, batches: list[PreparedBatch]) -> bool:
+    """Replace one conversation's rows from its re-extracted `batches` if they differ. True
+    when they did (the conversation, and any a turn moved to, are marked changed)."""
+    traces = sorted({t.trace_id for b in batches for t in b.traces}
+                    | {r[SPAN[0]] for b in batches for r in b.calls})
+    if not traces or not _changed(conn, cid, traces, batches):
         return False
     last_seen = conn.execute(
         select(conversations.c.last_seen).where(conversations.c.id == cid)).scalar_one()
@@ -132,13 +143,12 @@ def run_chunk(conn: Connection, chunk: jobs.Chunk, now: float) -> tuple[Outcome,
         chosen = parse_selector(selector)
         facts = [f for f in facts if chosen.matches(
             conversation=f.key, service=f.service, agents=f.agents, attributes=f.attributes)]
-    options = options_of(chunk.spec)
     changed: list[int] = []
     failed = 0
-    for cid in sorted(archive.archived_conversations(conn, [f.id for f in facts])):
+    for cid, batches in _fresh(conn, [f.id for f in facts], options_of(chunk.spec)).items():
         try:
-            with conn.begin_nested():  # one bad archive must not undo the chunk
-                if reextract_conversation(conn, cid, options):
+            with conn.begin_nested():  # one bad conversation must not undo the chunk
+                if reextract_conversation(conn, cid, batches):
                     changed.append(cid)
         except Exception:  # loop boundary: counted on the job, logged
             log.exception("re-extracting conversation %d failed", cid)

@@ -272,7 +272,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         seen[cid] = {**info.attributes, **seen.get(cid, {})}
         if info.service:
             seen[cid].setdefault("service.name", info.service)
-    archive.insert(conn, (e for b in batches for e in b.archive), turn_ids)
+    archive.insert(conn, [e for b in batches for e in b.archive], turn_ids)
     if not insert_calls(conn, batches, turn_ids, changes):
         recount.update(changes)  # a span was skipped: which conversation's is not known
     refresh_conversations(conn, set(changes), seen, now,

@@ -284,22 +284,30 @@ signal_buckets = Table(
     Index("ix_signal_buckets_bucket", "bucket"),
 )
 
-# The raw spans extraction read (migration 0006; collector.store.archive): per request and
-# trace, the request's spans of that trace re-serialised as an ExportTraceServiceRequest and
-# zlib-compressed, so that a later extractor can read them again (collector.reextract). Kept
-# while its conversation is (it has a `conversation_id`: retention and DELETE remove it). No
+# The raw spans extraction read (migration 0006; collector.store.archive): each request's
+# decoded spans, re-serialised as an ExportTraceServiceRequest and zlib-compressed once, so that
+# a later extractor can read them again (collector.reextract); `span_archive_traces` says which
+# conversation and turn each of its traces belongs to. An index row leaves with its
+# conversation (it has a `conversation_id`); a request whose traces are all gone is deleted, and
+# one that still holds others' is rewritten without the deleted traces (archive.forget). No
 # foreign keys, as tool_calls: only the writer inserts rows, with their turn and conversation.
 span_archive = Table(
     "span_archive",
     metadata,
     Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", Text, nullable=False, unique=True),  # of the uncompressed request: a
+    Column("span_count", Integer, nullable=False),  # resend is kept once
+    Column("data", LargeBinary, nullable=False),
+)
+
+span_archive_traces = Table(
+    "span_archive_traces",
+    metadata,
+    Column("archive_id", Id, nullable=False),
+    Column("trace_id", Text, nullable=False),
     Column("conversation_id", Id, nullable=False),
     Column("turn_id", Id, nullable=False),
-    Column("trace_id", Text, nullable=False),
-    Column("digest", Text, nullable=False),  # of the uncompressed bytes: a resend is kept once
-    Column("span_count", Integer, nullable=False),
-    Column("data", LargeBinary, nullable=False),
-    UniqueConstraint("trace_id", "digest", name="uq_span_archive_content"),
-    Index("ix_span_archive_conversation", "conversation_id"),
-    Index("ix_span_archive_turn", "turn_id"),
+    PrimaryKeyConstraint("archive_id", "trace_id"),
+    Index("ix_span_archive_traces_conversation", "conversation_id"),
+    Index("ix_span_archive_traces_turn", "turn_id"),
 )

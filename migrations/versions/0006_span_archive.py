@@ -1,8 +1,9 @@
-"""span_archive: the raw spans extraction read, compressed, for re-extraction
+"""span_archive, span_archive_traces: the raw spans extraction read, for re-extraction
 
-One row per request and trace: that request's spans of the trace as an
-ExportTraceServiceRequest, zlib-compressed (collector.store.archive). A new table only:
-conversations stored before keep no archive and are skipped by `reextract` jobs.
+`span_archive`: each request's decoded spans as an ExportTraceServiceRequest, zlib-compressed
+(collector.store.archive); `span_archive_traces`: which conversation and turn each of its
+traces belongs to. New tables only: conversations stored before keep no archive and are
+skipped by `reextract` jobs.
 
 Revises 0004 for now: 0005 (projects) is being added concurrently and this revision is to be
 re-chained onto it when both are merged.
@@ -29,17 +30,23 @@ def upgrade() -> None:
     op.create_table(
         "span_archive",
         sa.Column("id", Id, primary_key=True, autoincrement=True),
-        sa.Column("conversation_id", Id, nullable=False),
-        sa.Column("turn_id", Id, nullable=False),
-        sa.Column("trace_id", sa.Text(), nullable=False),
-        sa.Column("digest", sa.Text(), nullable=False),
+        sa.Column("digest", sa.Text(), nullable=False, unique=True),
         sa.Column("span_count", sa.Integer(), nullable=False),
         sa.Column("data", sa.LargeBinary(), nullable=False),
-        sa.UniqueConstraint("trace_id", "digest", name="uq_span_archive_content"),
     )
-    op.create_index("ix_span_archive_conversation", "span_archive", ["conversation_id"])
-    op.create_index("ix_span_archive_turn", "span_archive", ["turn_id"])
+    op.create_table(
+        "span_archive_traces",
+        sa.Column("archive_id", Id, nullable=False),
+        sa.Column("trace_id", sa.Text(), nullable=False),
+        sa.Column("conversation_id", Id, nullable=False),
+        sa.Column("turn_id", Id, nullable=False),
+        sa.PrimaryKeyConstraint("archive_id", "trace_id"),
+    )
+    op.create_index("ix_span_archive_traces_conversation", "span_archive_traces",
+                    ["conversation_id"])
+    op.create_index("ix_span_archive_traces_turn", "span_archive_traces", ["turn_id"])
 
 
 def downgrade() -> None:
+    op.drop_table("span_archive_traces")
     op.drop_table("span_archive")

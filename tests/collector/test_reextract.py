@@ -19,7 +19,13 @@ from collector.store import archive, queries
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_prepared
 from collector.store.rows import prepare
-from collector.store.tables import conversations, results, span_archive, tool_calls
+from collector.store.tables import (
+    conversations,
+    results,
+    span_archive,
+    span_archive_traces,
+    tool_calls,
+)
 from collector.worker import Worker
 from tests.spans import ToolStep, agent_turn, capture, to_request
 
@@ -65,7 +71,7 @@ def test_a_reextract_job_corrects_changed_conversations_only(
     tp, spans = capture()
     agent_turn(tp, "conv-fixed", [ToolStep("lookup", {"id": 1}, {"ok": True}),
                                   ToolStep("refund", {"id": 1}, "done")])
-    agent_turn(tp, "conv-same", [])  # a turn with no tool call: no extractor sees one
+    same_trace = agent_turn(tp, "conv-same", [])  # no tool call: no extractor sees one
     request = to_request(spans.get_finished_spans())
     with monkeypatch.context() as older:  # an extractor that did not know GenAI tool spans
         older.setattr(conventions, "CONVENTIONS",
@@ -85,7 +91,7 @@ def test_a_reextract_job_corrects_changed_conversations_only(
     assert [r[3] for r in before_same] == [False]
     with engine.connect() as conn:
         entries, stored_spans, size = archive.size(conn)
-    assert entries == 2 and stored_spans == len(spans.get_finished_spans()) and size > 0
+    assert entries == 1 and stored_spans == len(spans.get_finished_spans()) and size > 0
 
     with engine.begin() as conn:
         create_job(conn, ExtractOptions(), selector=None, since=None, until=None)
@@ -104,9 +110,19 @@ def test_a_reextract_job_corrects_changed_conversations_only(
 
     from collector.governance.retention import delete_by_key
 
-    with engine.begin() as conn:  # the archive leaves with its conversation
+    same_spans = [s for s in spans.get_finished_spans()
+                  if format(s.context.trace_id, "032x") == same_trace]
+    with engine.begin() as conn:  # the archive leaves with its conversation, exactly
         assert delete_by_key(conn, "conv-fixed")
-        assert conn.execute(select(func.count()).select_from(span_archive)).scalar() == 1
+        assert archive.size(conn)[:2] == (1, len(same_spans))
+        (data,) = conn.execute(select(span_archive.c.data)).scalars()
+        assert {s.trace_id.hex() for rs in archive.unpack(data).resource_spans
+                for ss in rs.scope_spans for s in ss.spans} == {same_trace}
+        assert list(conn.execute(select(span_archive_traces.c.trace_id)).scalars()) == [
+            same_trace]
+        assert delete_by_key(conn, "conv-same")
+        assert archive.size(conn) == (0, 0, 0)
+        assert conn.execute(select(func.count()).select_from(span_archive_traces)).scalar() == 0
     engine.dispose()
 
 
