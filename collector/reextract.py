@@ -19,7 +19,7 @@ conversation's retention.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,7 +27,9 @@ import orjson
 from sqlalchemy import Connection, Engine, delete, select
 
 from collector.extract import ExtractOptions
+from collector.governance.redaction import load_policy
 from collector.ingest import extract_safely
+from collector.model import Batch
 from collector.store import archive, jobs, scoring
 from collector.store.bulk import among
 from collector.store.persist import merge_traces, refresh_conversations, write_prepared
@@ -58,6 +60,12 @@ def options_of(spec: dict[str, Any]) -> ExtractOptions:
                           keep_plumbing=bool(given.get("keep_plumbing", False)))
 
 
+def policy_of(spec: dict[str, Any]) -> Callable[[Batch], Batch]:
+    """What ingest's `prepare` applied (the span attributes kept; redaction rules and the
+    archive exclude each other, collector.config), as the job was created."""
+    return load_policy(None, None, (spec.get("extract") or {}).get("span_attributes", "all")).apply
+
+
 def _comparable(row: Sequence[Any]) -> tuple[Any, ...]:
     """A call row in CALL_FIELDS order with its JSON decoded, whether read back or prepared."""
     return tuple(
@@ -68,13 +76,13 @@ def _comparable(row: Sequence[Any]) -> tuple[Any, ...]:
     )
 
 
-def _fresh(conn: Connection, ids: Sequence[int],
-           options: ExtractOptions) -> dict[int, list[PreparedBatch]]:
+def _fresh(conn: Connection, ids: Sequence[int], options: ExtractOptions,
+           redact: Callable[[Batch], Batch]) -> dict[int, list[PreparedBatch]]:
     """Conversation id → each archived request holding its traces, extracted and prepared as
     ingest did it (every request once, whichever of `ids` share it), kept to its traces."""
     traces = archive.traces_of(conn, ids)
     held = archive.conversation_entries(conn, ids)
-    prepared = {aid: prepare(extract_safely(archive.unpack(data), options))
+    prepared = {aid: prepare(extract_safely(archive.unpack(data), options), redact)
                 for aid, data in archive.load(conn, sorted(held)).items()}
     fresh: dict[int, list[PreparedBatch]] = {}
     for cid, mine in sorted(traces.items()):
@@ -145,7 +153,8 @@ def run_chunk(conn: Connection, chunk: jobs.Chunk, now: float) -> tuple[Outcome,
             conversation=f.key, service=f.service, agents=f.agents, attributes=f.attributes)]
     changed: list[int] = []
     failed = 0
-    for cid, batches in _fresh(conn, [f.id for f in facts], options_of(chunk.spec)).items():
+    for cid, batches in _fresh(conn, [f.id for f in facts], options_of(chunk.spec),
+                                 policy_of(chunk.spec)).items():
         try:
             with conn.begin_nested():  # one bad conversation must not undo the chunk
                 if reextract_conversation(conn, cid, batches):
@@ -174,10 +183,10 @@ def work_chunk(engine: Engine, chunk: jobs.Chunk, owner: str, now: float) -> int
 
 
 def create_job(conn: Connection, options: ExtractOptions, *, selector: dict[str, Any] | None,
-               since: float | None, until: float | None) -> int:
+               since: float | None, until: float | None, span_attributes: str = "all") -> int:
     """Store a `reextract` job over the conversations of [since, until] (and `selector`)."""
     return jobs.create_job(conn, {
         "kind": KIND, "expectations": [], "selector": selector, "since": since, "until": until,
         "extract": {"conversation_keys": list(options.conversation_keys),
-                    "keep_plumbing": options.keep_plumbing},
+                    "keep_plumbing": options.keep_plumbing, "span_attributes": span_attributes},
     })

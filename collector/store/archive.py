@@ -50,9 +50,12 @@ def _compressed(request: ExportTraceServiceRequest) -> tuple[str, bytes]:
 
 
 def pack(request: ExportTraceServiceRequest, batch: Batch) -> tuple[Archived, ...]:
-    """The archive entry of a decoded request whose extraction is `batch` (pure); none when
-    no trace of it is a turn (only a turn's trace is indexed, so only those are read back)."""
-    traces = tuple(sorted({info.trace_id for info in batch.traces}))
+    """The archive entry of a decoded request (pure; `batch`, its extraction, is not needed
+    yet: the signature is the pipeline's). Every trace of it is named, not only those this
+    request makes a turn of: a span that arrives alone (a chat span) may belong to a turn
+    stored already."""
+    traces = tuple(sorted({s.trace_id.hex() for rs in request.resource_spans
+                           for ss in rs.scope_spans for s in ss.spans}))
     if not traces:
         return ()
     count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
@@ -70,9 +73,15 @@ def unpack(data: bytes) -> ExportTraceServiceRequest:
 def insert(conn: Connection, entries: Sequence[Archived],
            turn_ids: dict[str, tuple[int, int]]) -> None:
     """Store the entries with an index row for each trace that has a turn (turn key = trace
-    id), skipping what is stored already (the caller owns the transaction)."""
-    from collector.store.persist import insert_ignore  # persist imports this module
+    id): one of this group's (`turn_ids`), or one stored before. A trace with no turn yet is
+    not kept (its spans are not read back). What is stored already is skipped (the caller owns
+    the transaction)."""
+    from collector.store.persist import insert_ignore, lookup  # persist imports this module
 
+    others = sorted({t for e in entries for t in e.trace_ids if t not in turn_ids})
+    if others:
+        turn_ids = {**turn_ids, **{key: (tid, cid) for key, tid, cid in lookup(
+            conn, "turns", "turn_key", "turn_key, id, conversation_id", others)}}
     kept = sorted({e.digest: e for e in entries if any(t in turn_ids for t in e.trace_ids)}
                   .values())  # digest order: one lock order for concurrent writers
     if not kept:

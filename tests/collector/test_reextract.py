@@ -166,3 +166,38 @@ def test_migration_0006_creates_and_drops_the_archive(database_url: str) -> None
     assert "span_archive" not in inspect(engine).get_table_names()
     command.upgrade(config, "head")
     engine.dispose()
+
+
+def test_serve_archives_spans_and_runs_a_reextract_job_over_rest(database_url: str) -> None:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    from tests.server import running_server
+    from tests.spans import provider
+
+    engine = make_engine(database_url)
+
+    def seq() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(select(conversations.c.change_seq)).scalar_one())
+
+    with running_server(database_url) as server, server.client() as client:
+        tp = provider(OTLPSpanExporter(endpoint=f"{server.base_url}/v1/traces"))
+        agent_turn(tp, "rest-a", [ToolStep("lookup", {"id": 1}, 1)])
+        tp.shutdown()  # every span acknowledged, so committed
+        before = seq()
+        refused = client.post("/api/v1/jobs", json={"kind": "reextract",
+                                                    "expectations": ["x"]})
+        assert refused.status_code == 400, refused.text
+        created = client.post("/api/v1/jobs", json={"kind": "reextract"})
+        assert created.status_code == 202, created.text
+        job = server.wait_for(f"/api/v1/jobs/{created.json()['id']}",
+                              lambda b: b["status"] == "done")
+        assert (job["kind"], job["total"], job["done"], job["failed"]) == ("reextract", 1, 1, 0)
+        listed = client.get("/api/v1/jobs").json()["data"]
+        assert [j["kind"] for j in listed] == ["reextract"]
+        assert seq() == before  # the same extractor: nothing changed, nothing to rescore
+    with engine.connect() as conn:  # on by default in serve
+        # one span a request (SimpleSpanProcessor): a span sent before its trace had a turn
+        # is not kept, those from the one that made the turn on are
+        assert archive.size(conn)[:2] == (2, 2)
+    engine.dispose()

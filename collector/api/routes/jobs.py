@@ -100,7 +100,7 @@ def _reextract(body: JobIn, selector: dict[str, Any] | None, conn: WriteConn,
         conn, ExtractOptions(conversation_keys=tuple(app.settings.conversation_keys),
                              keep_plumbing=app.settings.keep_plumbing),
         selector=selector, since=parse_time(body.since, "since"),
-        until=parse_time(body.until, "until"))
+        until=parse_time(body.until, "until"), span_attributes=app.settings.span_attributes)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
