@@ -29,9 +29,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from sqlalchemy import Connection, bindparam, delete, func, select, update
 
 from collector.model import Batch
-from collector.store.bulk import among
+from collector.store.bulk import among, json_rows
+from collector.store.jsonio import dumps
 from collector.store.tables import span_archive, span_archive_traces
 
+INDEX_COLUMNS = ("archive_id", "trace_id", "conversation_id", "turn_id")
 LEVEL = 3  # whole requests compress well at low levels; 6 costs far more time for few bytes
 
 
@@ -91,10 +93,13 @@ def insert(conn: Connection, entries: Sequence[Archived],
         {"digest": e.digest, "span_count": e.span_count, "data": e.data} for e in kept])
     ids = dict(conn.execute(select(a.digest, a.id).where(
         among(conn, a.digest, [e.digest for e in kept]))).all())
-    conn.execute(insert_ignore(conn, span_archive_traces), [
-        {"archive_id": ids[e.digest], "trace_id": t, "conversation_id": turn_ids[t][1],
-         "turn_id": turn_ids[t][0]}
-        for e in kept for t in e.trace_ids if t in turn_ids])
+    index = [[ids[e.digest], t, turn_ids[t][1], turn_ids[t][0]]
+             for e in kept for t in e.trace_ids if t in turn_ids]
+    names = ", ".join(INDEX_COLUMNS)  # one statement for all, as the writer inserts turns
+    conn.exec_driver_sql(
+        f"INSERT INTO span_archive_traces ({names}) SELECT {names} "
+        f"FROM {json_rows(conn, span_archive_traces, INDEX_COLUMNS)} "
+        "WHERE true ON CONFLICT DO NOTHING", (dumps(index),))  # WHERE: SQLite's parser
 
 
 def move(conn: Connection, moved: Sequence[dict[str, Any]]) -> None:
