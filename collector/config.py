@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field, ValidationError, field_validator
+from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     JsonConfigSettingsSource,
@@ -175,6 +175,26 @@ class Settings(BaseSettings):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    archive_spans: bool | None = Field(
+        None, description="keep the raw spans of each trace, compressed, as long as its "
+        "conversation, so that `reextract` jobs can extract them again; unset: on unless "
+        "redaction rules are set",
+    )
+
+    @model_validator(mode="after")
+    def _archive_unredacted(self) -> Settings:
+        if self.archive_spans and self.redaction_rules:
+            raise ValueError("archive_spans keeps spans as received, before redaction: it "
+                             "cannot be on together with redaction_rules")
+        return self
+
+    @property
+    def archive_enabled(self) -> bool:
+        """Whether ingest archives raw spans: on by default, so that an upgraded extractor
+        can fix stored conversations; off with redaction rules (the archive would keep what
+        they remove) or when switched off."""
+        return self.archive_spans if self.archive_spans is not None else not self.redaction_rules
 
     @field_validator("retention")
     @classmethod

@@ -118,6 +118,8 @@ class Pipeline:
     prepare: Callable[[Batch], Prepared]
     options: ExtractOptions
     limit: int
+    # keeps a traces request's raw spans beside its rows (collector.store.archive.pack)
+    archive: Callable[[ExportTraceServiceRequest, Batch], tuple[Any, ...]] | None = None
 
 
 def run_pipeline(
@@ -127,7 +129,11 @@ def run_pipeline(
     request, refused = pipeline.decode(body, media, encoding, pipeline.limit, signal)
     size = request.ByteSize()
     batch, records = READERS[signal].read(request, pipeline.options)
-    return pipeline.prepare(with_refused(batch, refused)), size, records + len(refused)
+    batch = with_refused(batch, refused)
+    prepared = pipeline.prepare(batch)
+    if pipeline.archive is not None and signal == "traces":  # compressed here, off the writer
+        prepared = replace(prepared, archive=pipeline.archive(request, batch))  # type: ignore[type-var]
+    return prepared, size, records + len(refused)
 
 
 def with_refused(batch: Batch, refused: Sequence[RejectedSpan]) -> Batch:

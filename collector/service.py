@@ -24,6 +24,7 @@ from collector.metrics import Metrics
 from collector.processes import DeadlineChildren
 from collector.receivers.codec import decode_body
 from collector.receivers.grpc import GrpcReceiver
+from collector.store import archive
 from collector.store.db import WalCheckpointer, make_engine
 from collector.store.rows import prepare
 from collector.store.writer import Writer
@@ -89,6 +90,7 @@ class Service:
                 project=settings.project,
             ),
             limit=settings.max_request_bytes,
+            archive=archive.pack if settings.archive_enabled else None,
         )
         offload = Offload(pipeline, settings.ingest_processes, settings.ingest_inline_bytes,
                           metrics)

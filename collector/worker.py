@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from collector import scorer
+from collector import reextract, scorer
 from collector.governance import retention
 from collector.metrics import Metrics
 from collector.production.evaluation import parse_headers
@@ -294,6 +294,8 @@ class Worker:
             chunk = jobs.claim_chunk(conn, now=now, lease=self.lease, owner=self.owner)
         if chunk is None:
             return 0
+        if chunk.spec.get("kind") == reextract.KIND:  # extraction again, then settle-scoring
+            return reextract.work_chunk(self.engine, chunk, self.owner, now)
         with self.engine.begin() as conn:  # one transaction: the chunk's rows stay locked
             if not jobs.job_is_live(conn, chunk.job_id):
                 return 1

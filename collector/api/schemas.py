@@ -253,6 +253,9 @@ class JobIn(BaseModel):
 
     model_config = {"extra": "forbid"}
 
+    kind: Literal["rescore", "reextract"] = Field(
+        "rescore", description="reextract: extract the archived raw spans again, then rescore "
+        "the conversations that changed (docs/operations.md#re-extraction)")
     expectations: list[str] | None = None
     selector: dict[str, Any] | None = None
     since: Timestamp | None = Field(None, description="conversations that ended after")
@@ -267,6 +270,7 @@ class JobOut(BaseModel):
     """A rescoring job's progress."""
 
     id: str
+    kind: Literal["rescore", "reextract"]
     status: JobStatus
     total: int
     done: int

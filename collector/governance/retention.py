@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Table, delete, select
 
 from collector.projects import DEFAULT_PROJECT
+from collector.store import archive
 from collector.store.bulk import among
 from collector.store.tables import conversations, ingest_errors, metadata, turns
 
@@ -55,6 +56,7 @@ def delete_conversations(conn: Connection, ids: Sequence[int]) -> int:
     part = sorted(ids)
     traces = [t for (t,) in conn.execute(
         select(turns.c.trace_id).where(among(conn, turns.c.conversation_id, part)).distinct())]
+    archive.forget(conn, part)  # before its index rows go: requests others share are rewritten
     for table in derived_tables():
         conn.execute(delete(table).where(among(conn, table.c.conversation_id, part)))
     if traces:

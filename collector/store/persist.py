@@ -35,6 +35,7 @@ from sqlalchemy.exc import IntegrityError
 
 from collector.capture.merge import POSITION_PREFIX
 from collector.model import Batch, TraceInfo
+from collector.store import archive
 from collector.store.bulk import among, copy_rows, json_rows, pg_type
 from collector.store.jsonio import dumps
 from collector.store.queries import conversation_turns
@@ -270,6 +271,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
             .values(conversation_id=bindparam("b_conv")),
             moved,
         )
+        archive.move(conn, moved)
     late = [key for key in infos if key not in turn_ids]  # inserted by another writer
     turn_ids.update((key, (tid, cid)) for key, tid, cid in lookup(
         conn, "turns", "turn_key", "turn_key, id, conversation_id", late))
@@ -282,6 +284,7 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
         seen[cid] = {**info.attributes, **seen.get(cid, {})}
         if info.service:
             seen[cid].setdefault("service.name", info.service)
+    archive.insert(conn, [e for b in batches for e in b.archive], turn_ids)
     if not insert_calls(conn, batches, turn_ids, changes):
         recount.update(changes)  # a span was skipped: which conversation's is not known
     refresh_conversations(conn, set(changes), seen, now,

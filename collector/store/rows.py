@@ -33,6 +33,8 @@ class PreparedBatch:
     span_count: int = 0
     truncated: int = 0  # values cut to the size limits
     lossy: tuple[tuple[str, int], ...] = ()  # conversions extraction made (docs/values.md)
+    # the request's raw spans per trace (collector.store.archive.Archived), when archiving
+    archive: tuple[Any, ...] = ()
 
     @property
     def empty(self) -> bool:

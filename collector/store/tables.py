@@ -16,6 +16,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     Table,
@@ -290,4 +291,32 @@ signal_buckets = Table(
     Column("tools", Json, nullable=False),
     PrimaryKeyConstraint(*SIGNAL_KEY, name="pk_signal_buckets"),
     Index("ix_signal_buckets_bucket", "bucket"),
+)
+
+# The raw spans extraction read (migration 0006; collector.store.archive): each request's
+# decoded spans, re-serialised as an ExportTraceServiceRequest and zlib-compressed once, so that
+# a later extractor can read them again (collector.reextract); `span_archive_traces` says which
+# conversation and turn each of its traces belongs to. An index row leaves with its
+# conversation (it has a `conversation_id`); a request whose traces are all gone is deleted, and
+# one that still holds others' is rewritten without the deleted traces (archive.forget). No
+# foreign keys, as tool_calls: only the writer inserts rows, with their turn and conversation.
+span_archive = Table(
+    "span_archive",
+    metadata,
+    Column("id", Id, primary_key=True, autoincrement=True),
+    Column("digest", Text, nullable=False, unique=True),  # of the uncompressed request: a
+    Column("span_count", Integer, nullable=False),  # resend is kept once
+    Column("data", LargeBinary, nullable=False),
+)
+
+span_archive_traces = Table(
+    "span_archive_traces",
+    metadata,
+    Column("archive_id", Id, nullable=False),
+    Column("trace_id", Text, nullable=False),
+    Column("conversation_id", Id, nullable=False),
+    Column("turn_id", Id, nullable=False),
+    PrimaryKeyConstraint("archive_id", "trace_id"),
+    Index("ix_span_archive_traces_conversation", "conversation_id"),
+    Index("ix_span_archive_traces_turn", "turn_id"),
 )

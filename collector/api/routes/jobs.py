@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from collector import reextract
 from collector.api.deps import (
     CursorParam,
     Limit,
@@ -20,6 +21,7 @@ from collector.api.deps import (
 )
 from collector.api.errors import ApiError
 from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut, JobPage
+from collector.extract import ExtractOptions
 from collector.store import jobs
 from matcher import InvalidExpectation
 from matcher.selector import parse_selector
@@ -35,6 +37,7 @@ def job_out(row: dict[str, Any]) -> JobOut:
     spec = row["spec"]
     return JobOut(
         id=str(row["id"]),
+        kind=spec.get("kind", "rescore"),
         status=row["status"],
         total=row["total"],
         done=row["done"],
@@ -65,6 +68,8 @@ def create_job(body: JobIn, conn: WriteConn, app: State, project: Project) -> Jo
             selector = parse_selector(body.selector).to_dict()
         except InvalidExpectation as exc:
             raise ApiError(400, str(exc), {"path": exc.path, "message": exc.message}) from exc
+    if body.kind == "reextract":
+        return _reextract(body, selector, conn, app)
     versions = jobs.newest_versions(conn, body.expectations, project)
     missing = sorted(set(body.expectations or ()) - {slug for slug, _ in versions})
     if missing:
@@ -81,6 +86,27 @@ def create_job(body: JobIn, conn: WriteConn, app: State, project: Project) -> Jo
         "project": project,
     }
     new_id = jobs.create_job(conn, spec)
+    conn.commit()
+    if app.wake_worker is not None:
+        app.wake_worker()
+    return JobCreated(id=str(new_id))
+
+
+def _reextract(body: JobIn, selector: dict[str, Any] | None, conn: WriteConn,
+               app: State) -> JobCreated:
+    """A `reextract` job, with the service's extraction options."""
+    if body.expectations is not None:
+        raise ApiError(400, "expectations: a reextract job rescores what changed against every "
+                       "active expectation; it takes none")
+    if app.settings.redaction_rules:
+        raise ApiError(400, "kind: the span archive holds spans before redaction; re-extracting "
+                       "it with redaction rules set would store what they remove")
+    new_id = reextract.create_job(
+        conn, ExtractOptions(conversation_keys=tuple(app.settings.conversation_keys),
+                             keep_plumbing=app.settings.keep_plumbing,
+                             project=app.settings.project),
+        selector=selector, since=parse_time(body.since, "since"),
+        until=parse_time(body.until, "until"), span_attributes=app.settings.span_attributes)
     conn.commit()
     if app.wake_worker is not None:
         app.wake_worker()
