@@ -1,25 +1,13 @@
-"""OTLP trace requests (protobuf messages) walked and split, outside extraction.
-
-`walk` is the resource → scope → span walk for code that needs the protobuf resource and scope
-of each span (splitting, rejecting a request's spans). collector.extract.otlp.iter_spans is the
-walk of extraction: it decodes each resource's attributes once as it goes, which this walk
-leaves to its caller.
-"""
+"""OTLP trace requests (protobuf messages) split by trace, outside extraction, over the one
+resource → scope → span walk (`collector.extract.otlp.walk`, re-exported here)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
+from collector.extract.otlp import walk
 
-def walk(request: ExportTraceServiceRequest) -> Iterator[tuple[ResourceSpans, ScopeSpans, Span]]:
-    """Every span of the request, in order, with the resource and scope it was sent under."""
-    for rs in request.resource_spans:
-        for ss in rs.scope_spans:
-            for span in ss.spans:
-                yield rs, ss, span
+__all__ = ["split_by_trace", "walk"]
 
 
 def split_by_trace(request: ExportTraceServiceRequest) -> list[ExportTraceServiceRequest]:

@@ -52,7 +52,10 @@ def write_conn(request: Request) -> Iterator[Connection]:
 
 
 ReadConn = Annotated[Connection, Depends(read_conn)]
-WriteConn = Annotated[Connection, Depends(write_conn)]
+# scope="function": the transaction commits before the answer is sent, so a success answer
+# means the write is committed and a failed commit is answered as the error it is (FastAPI
+# would otherwise run the code after `yield` once the response has gone).
+WriteConn = Annotated[Connection, Depends(write_conn, scope="function")]
 State = Annotated[AppState, Depends(state)]
 
 

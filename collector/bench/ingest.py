@@ -1,7 +1,7 @@
 """`tooltrail bench ingest`: how fast spans are acknowledged *and committed*, and at what cost.
 
 One run, phases in order, every loop bounded in count and time, loopback only, on the
-traffic of `collector.bench.traces` (docs/observability.md, "Benchmark traffic"):
+traffic of `collector.bench.traffic` (docs/observability.md, "Benchmark traffic"):
 
 1. the floor (`collector.bench.floor`) — protobuf decode, tool spans picked by their
    attributes, their rows bulk-inserted, in this one process on the same store kind: what the
@@ -51,7 +51,7 @@ from collector.bench.load import (
 )
 from collector.bench.memory import MemorySampler
 from collector.bench.process import ServerProcess, serve, workers
-from collector.bench.traces import RequestFactory, Shape
+from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter
 from collector.store.db import make_engine, migrate
 

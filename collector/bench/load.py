@@ -18,7 +18,7 @@ import httpx
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.bench.traces import RequestFactory
+from collector.bench.traffic import RequestFactory
 from collector.tasks import cancel
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

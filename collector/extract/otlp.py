@@ -9,7 +9,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
 
@@ -175,10 +175,21 @@ def span_view(span: Span, resource: dict[str, Any], scope: str) -> SpanView:
     )
 
 
+def walk(request: ExportTraceServiceRequest) -> Iterator[tuple[ResourceSpans, ScopeSpans, Span]]:
+    """The one resource → scope → span walk: every span of the request, in order, with the
+    resource and scope it was sent under (as protobuf messages)."""
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                yield rs, ss, span
+
+
 def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Span, dict[str, Any], str]]:
-    """Every span of the request with its decoded resource attributes and scope name."""
-    for resource_spans in request.resource_spans:
-        resource = attributes(resource_spans.resource.attributes)
-        for scope_spans in resource_spans.scope_spans:
-            for span in scope_spans.spans:
-                yield span, resource, scope_spans.scope.name
+    """Every span of the request (`walk`) with its decoded resource attributes, decoded once
+    per resource, and scope name. A resource without spans is not decoded."""
+    last: ResourceSpans | None = None
+    resource: dict[str, Any] = {}
+    for rs, ss, span in walk(request):
+        if rs is not last:
+            last, resource = rs, attributes(rs.resource.attributes)
+        yield span, resource, ss.scope.name

@@ -1,4 +1,6 @@
-"""Summary figures of one expectation's current results, aggregated in SQL (micro averages)."""
+"""Summary figures of one expectation's current results, aggregated in SQL: counts and the
+summed pair counts that micro precision/recall/F1 are made of (`collector.summaries` divides
+them, with the matcher's definition)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from collector.store.tables import RESULT_KEY, conversations, result_tools, results
 from collector.store.verdicts import counts
-from matcher.summary import micro_prf
 
 BUCKETS = {"1h": 3600, "1d": 86400}
 
@@ -25,10 +26,6 @@ def _figures(count: int, passed: int, pa: Any, ta: Any, pw: Any, tw: Any) -> dic
         "paired_expected_weight": float(pw or 0),
         "total_expected_weight": float(tw or 0),
     }
-    if count:
-        out.update(micro_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)))
-    else:
-        out.update(precision=None, recall=None, f1=None)
     return out
 
 
@@ -90,7 +87,6 @@ def expectation_summary(
     )
     out["tools"] = {
         tool: {
-            **micro_prf(float(pa or 0), float(ta or 0), float(pw or 0), float(tw or 0)),
             "paired_actual": int(pa or 0),
             "total_actual": int(ta or 0),
             "paired_expected_weight": float(pw or 0),

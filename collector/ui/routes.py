@@ -1,5 +1,6 @@
-"""The read-only pages under /ui/, reading through `collector.store.queries` and `aggregates`
-and converting rows to the REST shapes (`collector.api.convert`) the templates render."""
+"""The read-only pages under /ui/, reading through `collector.store.queries` and
+`collector.summaries` and converting rows to the REST shapes (`collector.api.convert`) the
+templates render."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import Connection
 
+from collector import summaries
 from collector.api import convert
 from collector.api.deps import (
     AppState,
@@ -25,7 +27,7 @@ from collector.api.errors import ApiError
 from collector.api.routes.jobs import job_out
 from collector.api.routes.signals import Figures, Group
 from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
-from collector.store import aggregates, jobs, production, queries
+from collector.store import jobs, production, queries
 from collector.ui import session
 from collector.ui.chart import pass_rate_svg
 from collector.ui.templating import render, stylesheet
@@ -218,8 +220,8 @@ def expectation_page(
     row = queries.latest_expectation(conn, slug, version)
     if row is None:
         return page(request, "missing.html", status=404, what=f"No expectation {slug!r}.")
-    bucket = bucket if bucket in aggregates.BUCKETS else "1d"
-    figures = aggregates.expectation_summary(
+    bucket = bucket if bucket in summaries.BUCKETS else "1d"
+    figures = summaries.expectation_summary(
         conn, slug, since_ns=None, until_ns=None, bucket=bucket, version=version
     )
     buckets = [{**b, "start": rfc3339(b["start"])} for b in figures.get("buckets") or []]

@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.bench.floor import run_floor, tool_rows
-from collector.bench.traces import TOOLS, RequestFactory, Shape
+from collector.bench.traffic import TOOLS, RequestFactory, Shape
 from tests.conftest import drop_postgres_database, new_postgres_database
 
 

@@ -126,7 +126,7 @@ def test_list_conversation_expectation(server: Server, browser: Any, shots: Path
     assert "✗ weather-then-time" in row.inner_text()
     assert "✓ asks-the-weather" in row.inner_text()
     row.get_by_role("link", name=KEY).click()
-    page.wait_for_url(f"**/ui/conversations/{KEY}")
+    page.wait_for_url(f"**/ui/conversations/{KEY}?project=default")  # links carry the project
     text = page.inner_text("main")
     for name in ("get_weather", "get_time", "convert_currency"):
         assert name in text
@@ -192,7 +192,7 @@ def test_filters_and_pagination(server: Server, browser: Any, shots: Path) -> No
         if page.evaluate("document.activeElement.textContent") == KEY:
             break
     page.keyboard.press("Enter")
-    page.wait_for_url(f"**/ui/conversations/{KEY}")
+    page.wait_for_url(f"**/ui/conversations/{KEY}?project=default")  # links carry the project
     page.go_back()
     # the filter form, filled and submitted by keyboard
     page.get_by_label("Tool").fill("convert_currency")

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 from sqlalchemy import Connection
 
+from collector import summaries
 from collector.api import convert
 from collector.api.bodies import ExpectationBody
 from collector.api.deps import (
@@ -34,7 +35,7 @@ from collector.api.schemas import (
     ValidationOut,
 )
 from collector.api.selection import selection
-from collector.store import aggregates, queries
+from collector.store import queries
 from matcher import Expectation, InvalidExpectation, parse_expectation
 
 router = APIRouter(
@@ -142,7 +143,7 @@ def expectation_summary(
     the active version (so a `version` other than the active one has none)."""
     of_project(conn, slug, project)
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
-    figures = aggregates.expectation_summary(
+    figures = summaries.expectation_summary(
         conn,
         slug,
         since_ns=None if since_s is None else int(since_s * 1e9),

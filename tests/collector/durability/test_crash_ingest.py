@@ -13,7 +13,7 @@ import pytest
 
 from collector.bench.ingest import committed_calls, missing_acknowledged
 from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
-from collector.bench.traces import RequestFactory, Shape
+from collector.bench.traffic import RequestFactory, Shape
 from collector.store.db import make_engine
 from tests.server import running_server
 
