@@ -62,9 +62,12 @@ def applies(exp: Expectation, conv: ConversationFacts) -> bool:
     )
 
 
-def trajectories(conn: Connection, ids: Sequence[int]) -> dict[int, Trajectory]:
-    """The stored conversations `ids` as the matcher sees them (`build_trajectories`)."""
-    order, calls = leases.trajectory_rows(conn, ids)
+def trajectories(conn: Connection, ids: Sequence[int], *,
+                 results: bool = True) -> dict[int, Trajectory]:
+    """The stored conversations `ids` as the matcher sees them (`build_trajectories`).
+    Without `results`, each call's result is only whether it has one
+    (`leases.trajectory_rows`): the same calls, turns and errors, for readers that count."""
+    order, calls = leases.trajectory_rows(conn, ids, results=results)
     return build_trajectories(order, calls)
 
 

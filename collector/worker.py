@@ -270,11 +270,9 @@ class Worker:
                 active = scorer.active_expectations(conn)
                 owned = leases.still_owned(conn, claimed, self.owner)
                 facts = leases.conversation_facts(conn, sorted(owned))
-                paths = None
-                if self.signals:  # one read of the trajectories serves signals and scoring
-                    paths = scorer.trajectories(conn, [f.id for f in facts])
+                _, paths = self._score(conn, facts, active)
+                if self.signals:  # the trajectories scoring read serve signals too
                     production.record(conn, facts, paths)
-                self._score(conn, facts, active, paths)
                 leases.release(conn, self.owner, owned, facts)
             now = time.time()
             for f in facts:  # committed: their time from last span to results
@@ -312,11 +310,11 @@ class Worker:
             if selector is not None:
                 job_selector = parse_selector(selector)
                 facts = [f for f in facts if _selected(job_selector, f)]
-            failed = self._score(conn, facts, wanted)
+            failed, paths = self._score(conn, facts, wanted)
             # a job over every active expectation did all that settle-scoring would do
             if {e.slug for e in wanted} == set(current):
                 if self.signals:  # settle-scoring will not claim them: record their signals
-                    production.record(conn, facts)
+                    production.record(conn, facts, paths)
                 leases.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
@@ -329,11 +327,11 @@ class Worker:
         conn: Connection,
         facts: list[leases.ConversationFacts],
         wanted: list[scorer.ActiveExpectation],
-        paths: dict[int, Trajectory] | None = None,
-    ) -> int:
+    ) -> tuple[int, dict[int, Trajectory]]:
         """Score each conversation against the wanted expectations whose selector picks it,
         skipping (trajectory, version) pairs that already have a current result. Returns how
-        many conversations could not be scored (counted and logged, never retried forever)."""
+        many conversations could not be scored (counted and logged, never retried forever),
+        and the trajectories read to score (none when nothing was to score)."""
         done = leases.current_results(conn, [f.id for f in facts])
         todo = [
             (f, e)
@@ -344,9 +342,8 @@ class Worker:
             and scorer.applies(e.expectation, f)
         ]
         if not todo:
-            return 0
-        trajectories = (paths if paths is not None
-                        else scorer.trajectories(conn, sorted({f.id for f, _ in todo})))
+            return 0, {}
+        trajectories = scorer.trajectories(conn, sorted({f.id for f, _ in todo}))
         failed: set[int] = set()
 
         def fail(f: leases.ConversationFacts, e: scorer.ActiveExpectation) -> None:
@@ -361,7 +358,7 @@ class Worker:
         scorer.store(conn, scored, done)
         if self.exporter is not None and scored:
             self.exporter.emit(production.verdicts(conn, scored))
-        return len(failed)
+        return len(failed), trajectories
 
 
 def retention_of(settings: Settings) -> float | None:

@@ -60,18 +60,25 @@ def _request_groups(requests: Iterable[ToolCall]) -> list[_Group]:
     groups: dict[str, _Group] = {}
     for r in sorted(requests, key=lambda r: (r.start_ns, request_index(r))):
         groups.setdefault(request_index(r)[0], _Group(r.start_ns)).requests.append(r)
-    kept: list[tuple[_Group, set[str]]] = []
+    kept: list[_Group] = []
+    signatures: dict[int, set[str]] = {}  # computed only for groups that overlap another
+
+    def signature(group: _Group) -> set[str]:
+        if id(group) not in signatures:
+            signatures[id(group)] = {f"{r.name}:{canonical(r.arguments)}" for r in group.requests}
+        return signatures[id(group)]
+
     seen_ids: set[str] = set()
     for group in groups.values():
         group.requests = [r for r in group.requests if not (r.call_id and r.call_id in seen_ids)]
         seen_ids.update(r.call_id for r in group.requests if r.call_id)
         if not group.requests:
             continue
-        signature = {f"{r.name}:{canonical(r.arguments)}" for r in group.requests}
         first = group.requests[0]
-        if not any(overlaps(g.requests[0], first) and signature <= s for g, s in kept):
-            kept.append((group, signature))
-    return [g for g, _ in kept]
+        if not any(overlaps(g.requests[0], first) and signature(group) <= signature(g)
+                   for g in kept):
+            kept.append(group)
+    return kept
 
 
 def _collapsed_value(execution: Any, requested: Any) -> bool:
@@ -87,12 +94,11 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
     by name when the execution's arguments tell nothing; requests in step order, executions in
     start order, a request never after its execution ended."""
     by_id: dict[str, list[ToolCall]] = {}
-    by_key: dict[tuple[str, str], list[ToolCall]] = {}
+    by_key: dict[tuple[str, str], list[ToolCall]] | None = None  # once an id leaves one unpaired
     by_name: dict[str, list[ToolCall]] = {}
     for r in requests:
         if r.call_id:
             by_id.setdefault(r.call_id, []).append(r)
-        by_key.setdefault((r.name, canonical(r.arguments)), []).append(r)
         by_name.setdefault(r.name, []).append(r)
     paired: dict[str, ToolCall] = {}
     taken: set[str] = set()
@@ -130,6 +136,10 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
             take(e, by_id.get(e.call_id, []), loose=False)
     for e in executions:
         if e.span_id not in paired and not unknown_arguments(e.arguments):
+            if by_key is None:
+                by_key = {}
+                for r in requests:
+                    by_key.setdefault((r.name, canonical(r.arguments)), []).append(r)
             take(e, by_key.get((e.name, canonical(e.arguments)), []), loose=False)
     for e in executions:
         if e.span_id not in paired:

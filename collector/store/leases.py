@@ -200,11 +200,24 @@ def conversation_facts(conn: Connection, ids: Sequence[int]) -> list[Conversatio
 TurnOrder = dict[int, list[tuple[int, str]]]  # conversation → its (turn id, turn key)s
 
 
+# A result that is there, read without its value (`trajectory_rows(results=False)`).
+RESULT_PRESENT = True
+
+
+def _result_present(conn: Connection) -> Any:
+    """Whether a call has a result, neither SQL NULL nor JSON `null` (which decodes to None)."""
+    if conn.dialect.name == "postgresql":
+        return text("tool_calls.result IS NOT NULL AND jsonb_typeof(tool_calls.result) <> 'null'")
+    return text("tool_calls.result IS NOT NULL AND json_type(tool_calls.result) <> 'null'")
+
+
 def trajectory_rows(
-    conn: Connection, ids: Sequence[int]
+    conn: Connection, ids: Sequence[int], *, results: bool = True
 ) -> tuple[TurnOrder, dict[int, list[ToolCall]]]:
     """The stored turns of conversations `ids` in start order, and each turn's calls as
-    stored. Two queries for any number of conversations."""
+    stored. Two queries for any number of conversations. Without `results`, a call's result
+    is `RESULT_PRESENT` or None, never read nor decoded: reconciliation only asks whether
+    there is one."""
     id_list = list(ids)
     turn_order: TurnOrder = {cid: [] for cid in id_list}
     for cid, tid, key in conn.execute(
@@ -224,7 +237,7 @@ def trajectory_rows(
             t.call_id,
             t.arguments,
             t.arguments_raw,
-            t.result,
+            t.result if results else _result_present(conn),
             t.error,
             t.status,
             t.start_ns,
@@ -254,6 +267,8 @@ def trajectory_rows(
         step,
         executed,
     ) in rows:
+        if not results:
+            result = RESULT_PRESENT if result else None
         call = ToolCall(
             trace_id,
             span_id,

@@ -2,7 +2,8 @@
 
 The worker calls `record` for the conversations it has just claimed (settled and changed), in
 its scoring transaction: their turns are read once through the scoring side's reconciled
-trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged),
+trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged; the
+ones scoring read, else read without results, whose values no count needs),
 each turn's contribution is compared with the one kept in `signal_turns`, and only the
 difference is added to `signal_buckets`. Queries read the hourly buckets of the range asked,
 never the calls.
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select
+from sqlalchemy import Connection, bindparam, delete, func, select, tuple_
 
 from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
@@ -54,12 +55,15 @@ class KeptTurn:
 def record(conn: Connection, facts: Sequence[ConversationFacts],
            paths: Mapping[int, Trajectory] | None = None) -> None:
     """Bring the signals of these conversations up to date with their stored turns and calls
-    (`paths`: their trajectories, when the caller has read them already)."""
+    (`paths`: trajectories the caller has read already, of some or all of them; the others
+    are read without their results, which signals never look at)."""
     if not facts:
         return
     ids = sorted(f.id for f in facts)
-    if paths is None:
-        paths = trajectories(conn, ids)
+    missing = [cid for cid in ids if paths is None or cid not in paths]
+    if missing:
+        paths = {**(paths or {}), **trajectories(conn, missing, results=False)}
+    assert paths is not None
     fresh = list(_turn_signals(conn, facts, paths))
     fresh_ids = [t.turn_id for t in fresh]
     old = _kept(conn, ids, fresh_ids)
@@ -171,9 +175,13 @@ def _counts(row: Any) -> Counts:
                   tools=dict(row.tools or {}))
 
 
+KEYS_PER_READ = 400  # bucket keys per SELECT (five bound values each)
+
+
 def _apply(conn: Connection, deltas: dict[Key, Counts]) -> None:
-    """Add each difference to its bucket. Buckets are created, then row-locked in key order
-    (PostgreSQL), so that concurrent workers add, never overwrite, each other's differences."""
+    """Add each difference to its bucket. Buckets are created, then read and row-locked in key
+    order (PostgreSQL), so that concurrent workers add, never overwrite, each other's
+    differences; then written back in one executemany (and the emptied ones deleted in one)."""
     if not deltas:
         return
     keys = sorted(deltas)
@@ -181,20 +189,33 @@ def _apply(conn: Connection, deltas: dict[Key, Counts]) -> None:
         {**dict(zip(SIGNAL_KEY, key, strict=True)), **dict.fromkeys(FIELDS, 0),
          "histogram": {}, "tools": {}} for key in keys])
     b = signal_buckets.c
-    for key in keys:
-        where = [b.project == key[0], b.service == key[1], b.version == key[2],
-                 b.agent == key[3], b.bucket == key[4]]
-        query = select(signal_buckets).where(*where)
+    columns = [b[name] for name in SIGNAL_KEY]
+    found: dict[Key, Counts] = {}
+    for start in range(0, len(keys), KEYS_PER_READ):
+        query = (select(signal_buckets)
+                 .where(tuple_(*columns).in_(keys[start:start + KEYS_PER_READ]))
+                 .order_by(*columns))
         if conn.dialect.name == "postgresql":
             query = query.with_for_update()
-        counts = _counts(conn.execute(query).one())
+        for row in conn.execute(query):
+            found[(row.project, row.service, row.version, row.agent, row.bucket)] = _counts(row)
+    where = [column == bindparam(f"k_{column.name}") for column in columns]
+    updates: list[dict[str, Any]] = []
+    emptied: list[dict[str, Any]] = []
+    for key in keys:
+        counts = found[key]
         counts.merge(deltas[key])
+        named = {f"k_{name}": value for name, value in zip(SIGNAL_KEY, key, strict=True)}
         if counts.turns <= 0:
-            conn.execute(delete(signal_buckets).where(*where))
+            emptied.append(named)
             continue
+        updates.append({**named, **{f"v_{f}": getattr(counts, f) for f in FIELDS},
+                        "v_histogram": counts.histogram, "v_tools": counts.tools})
+    if emptied:
+        conn.execute(delete(signal_buckets).where(*where), emptied)
+    if updates:
         conn.execute(signal_buckets.update().where(*where).values(
-            **{f: getattr(counts, f) for f in FIELDS}, histogram=counts.histogram,
-            tools=counts.tools))
+            **{f: bindparam(f"v_{f}") for f in (*FIELDS, "histogram", "tools")}), updates)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,95 @@
+"""Signals read without results (`scorer.trajectories(results=False)`, what `record` reads
+when scoring read nothing) count exactly what the full trajectories count: on every real
+capture (tests/captures, as extracted with and without plumbing) and on the seeded random
+corpus of the extraction's differential test, each request written apart, on both stores."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+import psycopg
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.exc import DataError
+
+from collector.extract import extract
+from collector.ingest import extract_safely
+from collector.store import leases, production
+from collector.store.db import make_engine, migrate
+from collector.store.persist import write_batches
+from collector.store.tables import conversations, signal_buckets, signal_turns
+from matcher import Trajectory
+from tests.collector.extract.extract_corpus import (
+    CAPTURE_OPTIONS,
+    capture_files,
+    read_request,
+    request,
+)
+
+RANDOM_REQUESTS = 240
+SEED = 19
+
+
+def load(engine: Engine) -> None:
+    """Every capture under each extraction option, and the random corpus, each request in a
+    transaction of its own (the calls of one turn arrive apart)."""
+    batches = [extract(read_request(path), options)
+               for path in capture_files() for _, options in CAPTURE_OPTIONS]
+    for i in range(RANDOM_REQUESTS):
+        req, options = request(random.Random(f"{SEED}/{i}"))
+        batches.append(extract_safely(req, options))  # as ingest does
+    refused = 0
+    for batch in batches:
+        try:
+            with engine.begin() as conn:
+                write_batches(conn, [batch], time.time())
+        # PostgreSQL refuses NUL in JSON text (COPY: psycopg's own error), which the corpus draws
+        except (DataError, psycopg.errors.DataError):
+            refused += 1
+    assert refused <= len(batches) // 10
+
+
+def shape(paths: dict[int, Trajectory]) -> dict[int, list[list[tuple[Any, ...]]]]:
+    """Everything of each call but its result's value: whether it has one."""
+    return {cid: [[(c.name, c.call_id, c.step, c.error, c.arguments, c.result is None)
+                   for c in turn] for turn in path.turns] for cid, path in paths.items()}
+
+
+def tables(conn: Connection) -> tuple[list[Any], list[Any]]:
+    return ([tuple(r) for r in conn.execute(select(signal_turns).order_by(
+                signal_turns.c.turn_id))],
+            [tuple(r) for r in conn.execute(select(signal_buckets).order_by(
+                *signal_buckets.primary_key.columns))])
+
+
+def test_light_signals_equal_the_full_trajectories(database_url: str) -> None:
+    from collector import scorer
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    load(engine)
+    with engine.connect() as conn:
+        ids = sorted(conn.execute(select(conversations.c.id)).scalars())
+        full = scorer.trajectories(conn, ids)
+        light = scorer.trajectories(conn, ids, results=False)
+        facts = leases.conversation_facts(conn, ids)
+    assert len(ids) > 100
+    assert sum(len(t) for p in full.values() for t in p.turns) > 300  # calls were compared
+    assert any(c.result is not None for p in full.values() for t in p.turns for c in t)
+    assert any(c.result is None for p in full.values() for t in p.turns for c in t)
+    assert shape(light) == shape(full)
+
+    outcomes = []
+    for paths in (full, None, {cid: full[cid] for cid in ids[::2]}):  # given, read, a mix
+        with engine.connect() as conn:
+            tx = conn.begin()
+            production.record(conn, facts, paths)
+            outcomes.append(tables(conn))
+            tx.rollback()
+    kept, sums = outcomes[0]
+    assert kept and sums
+    assert any(row[-2] for row in kept)  # some turns with failed or unexecuted calls
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[2] == outcomes[0]
+    engine.dispose()
