@@ -120,9 +120,32 @@ def _loads(text: str) -> Any:
         raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     token = _SOURCE.set(text)
     try:
-        return _DECODER.decode(text)
+        value = _DECODER.decode(text)
     finally:
         _SOURCE.reset(token)
+    # A JSON escape can make a NUL or a lone surrogate that no store holds (a raw one in an
+    # attribute value is replaced before it gets here): such strings take U+FFFD, as text does.
+    if "\\u" in text and _ESCAPED_INVALID.search(text):
+        cleaned = _valid_text(value)
+        if cleaned != value:
+            note(INVALID_TEXT, text)  # once per JSON text, as its other conversions
+        value = cleaned
+    return value
+
+
+_ESCAPED_INVALID = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+_INVALID = re.compile("[\x00\ud800-\udfff]")
+
+
+def _valid_text(value: Any) -> Any:
+    """`value` with NUL and lone surrogates in its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _INVALID.sub("\ufffd", value) if _INVALID.search(value) else value
+    if isinstance(value, list):
+        return [_valid_text(v) for v in value]
+    if isinstance(value, dict):
+        return {_valid_text(k): _valid_text(v) for k, v in value.items()}
+    return value
 
 
 PLACEHOLDERS = frozenset({"", "unknown", "<not specified>", "none", "null", "n/a"})

@@ -59,7 +59,8 @@ def _mastra_tool_chunk(span: SpanView) -> dict[str, Any] | None:
 def is_llm_span(span: SpanView) -> bool:
     """True for spans that record one model response (or, for Mastra, one tool call of it)."""
     attrs = span.attributes
-    if attrs.get("gen_ai.operation.name") in LLM_OPERATIONS:
+    operation = attrs.get("gen_ai.operation.name")
+    if isinstance(operation, str) and operation in LLM_OPERATIONS:  # a list or map is no name
         return True
     if _mastra_tool_chunk(span) is not None:
         return True

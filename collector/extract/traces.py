@@ -115,11 +115,12 @@ def derived_key(key: str) -> str:
 def is_agent_span(span: SpanView) -> bool:
     """True for spans that mark a top-level or nested agent run."""
     attrs = span.attributes
-    if attrs.get("gen_ai.operation.name") in AGENT_OPERATIONS:
+    operation, kind = attrs.get("gen_ai.operation.name"), attrs.get("traceloop.span.kind")
+    if isinstance(operation, str) and operation in AGENT_OPERATIONS:  # a list or map is no name
         return True
     if attrs.get("openinference.span.kind") == "AGENT":
         return True
-    if attrs.get("traceloop.span.kind") in AGENT_KINDS:
+    if isinstance(kind, str) and kind in AGENT_KINDS:
         return True
     if span.name in AGENT_ROOT_NAMES:
         return True

@@ -111,3 +111,23 @@ def test_arguments_decoding() -> None:
     mcp = '{"content": [{"type": "text", "text": "boom"}], "isError": true}'
     assert unwrap_result(mcp) == ("boom", True)
     assert unwrap_result('{"content": [], "structuredContent": {"n": 2}}') == ({"n": 2}, False)
+
+
+def test_a_list_or_map_where_a_name_belongs_is_no_name() -> None:
+    """`gen_ai.operation.name` / `traceloop.span.kind` sent as an array or kvlist: the span is
+    read as if it carried none (this used to raise, and ingest then refused the whole trace)."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+
+    tp, spans = capture()
+    agent_turn(tp, "odd-names", [ToolStep("lookup", {"q": "x"}, {"ok": True})])
+    request = to_request(spans.get_finished_spans())
+    odd = AnyValue(array_value=ArrayValue(values=[AnyValue(string_value="chat")]))
+    for span in request.resource_spans[0].scope_spans[0].spans:
+        if not span.name.startswith("execute_tool"):
+            for kv in span.attributes:
+                if kv.key == "gen_ai.operation.name":
+                    kv.value.CopyFrom(odd)
+            span.attributes.append(KeyValue(key="traceloop.span.kind", value=odd))
+    batch = extract(request)
+    assert [c.name for c in batch.calls] == ["lookup"] and batch.rejected == ()
+    assert batch.traces[0].conversation_key == "odd-names"

@@ -110,3 +110,19 @@ def test_lossy_attribute_values_are_converted_and_counted(server: Server) -> Non
     assert attributes["text"] == "again"
     for kind, added in (("non_finite", 2), ("invalid_text", 1), ("duplicate_key", 1)):
         assert lossy(server, kind) == before[kind] + added, kind
+
+
+def test_escaped_nul_and_lone_surrogates_in_json_become_replacement_characters(
+    server: Server,
+) -> None:
+    """A JSON escape can spell what no store holds (\\u0000, a lone surrogate): the decoded
+    strings take U+FFFD, noted, and the request is stored, on both stores (PostgreSQL used to
+    refuse the whole request)."""
+    before = lossy(server, "invalid_text")
+    text = '{"q": "a\\u0000b", "list": ["\\ud800"], "fine": "\\ud83d\\ude00", "k\\u0000": 1}'
+    message = send(server, with_arguments("v-escaped-nul", text))
+    assert "invalid_text 1" in message
+    call = stored_call(server, "v-escaped-nul")
+    assert call["arguments"] == {"q": "a\ufffdb", "list": ["\ufffd"], "fine": "\U0001f600",
+                                 "k\ufffd": 1}
+    assert lossy(server, "invalid_text") == before + 1
