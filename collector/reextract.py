@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 import orjson
@@ -30,7 +30,6 @@ from collector.extract import ExtractOptions
 from collector.governance.redaction import load_policy
 from collector.ingest import extract_safely
 from collector.model import Batch
-from collector.projects import DEFAULT_PROJECT
 from collector.store import archive, jobs, leases
 from collector.store.bulk import among
 from collector.store.persist import merge_traces, refresh_conversations, write_prepared
@@ -57,9 +56,10 @@ class Outcome:
 def options_of(spec: dict[str, Any]) -> ExtractOptions:
     """The extraction options a job was created with (the service's, at that time)."""
     given = spec.get("extract") or {}
-    return ExtractOptions(conversation_keys=tuple(given.get("conversation_keys", ())),
-                          keep_plumbing=bool(given.get("keep_plumbing", False)),
-                          project=given.get("project", DEFAULT_PROJECT))
+    values = {f.name: given[f.name] for f in fields(ExtractOptions) if f.name in given}
+    if "conversation_keys" in values:
+        values["conversation_keys"] = tuple(values["conversation_keys"])
+    return ExtractOptions(**values)
 
 
 def policy_of(spec: dict[str, Any]) -> Callable[[Batch], Batch]:
@@ -189,7 +189,7 @@ def create_job(conn: Connection, options: ExtractOptions, *, selector: dict[str,
     """Store a `reextract` job over the conversations of [since, until] (and `selector`)."""
     return jobs.create_job(conn, {
         "kind": KIND, "expectations": [], "selector": selector, "since": since, "until": until,
-        "extract": {"conversation_keys": list(options.conversation_keys),
-                    "keep_plumbing": options.keep_plumbing, "project": options.project,
+        # every ExtractOptions field, so that `options_of` gives back the options ingest used
+        "extract": {**asdict(options), "conversation_keys": list(options.conversation_keys),
                     "span_attributes": span_attributes},
     })
