@@ -1,6 +1,8 @@
 """Matcher benchmark: evaluations per second by trajectory size and order mode.
 
-    python -m matcher.bench [--sizes 10,100,1000] [--seconds 1.0] [--passing-only]
+    tooltrail bench matcher [--sizes 10,100,1000] [--seconds 1.0] [--passing-only]
+
+(`python -m matcher.bench` runs the same, without the service installed.)
 
 Trajectories mix a handful of tools with realistic arguments; expectations list
 `partial` arguments with `$approx`, `$regex` and `$in`. Each size and mode is timed
@@ -95,7 +97,7 @@ def measure(exp: Expectation, traj: Trajectory, seconds: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Print evaluations/s per size and mode, and ms per 1,000-call unordered evaluation."""
-    parser = argparse.ArgumentParser(prog="python -m matcher.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="tooltrail bench matcher", description=__doc__)
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--seconds", type=float, default=1.0, help="time per measurement")
     parser.add_argument("--passing-only", action="store_true", help="skip failing variants")

@@ -11,7 +11,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
-from starlette.routing import Match
 
 from collector.errors import Overloaded
 from collector.store.writer import classify
@@ -49,16 +48,6 @@ def error_body(status: int, message: str, details: Any = None) -> dict[str, Any]
     if details is not None:
         error["details"] = details
     return {"error": error}
-
-
-def allowed_methods(app: FastAPI, request: Request) -> list[str]:
-    """The methods the routes matching this request's path accept."""
-    methods: set[str] = set()
-    for route in app.router.routes:
-        match, _ = route.matches(request.scope)  # PARTIAL: the path matches, the method not
-        if match != Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
-    return sorted(methods)
 
 
 def install(app: FastAPI) -> None:

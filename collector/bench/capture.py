@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import statistics
 import tempfile
@@ -128,6 +129,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Entry point of `tooltrail bench capture`."""
     args = parser().parse_args(argv)
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     figures: list[dict[str, Any]] = []
     for store in args.stores:
         if store == "sqlite":
