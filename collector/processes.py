@@ -30,15 +30,22 @@ from typing import Any, TypeVar
 SPAWN = multiprocessing.get_context("spawn")
 PARENT_POLL_SECONDS = 0.5
 PR_SET_PDEATHSIG = 1
+# How much lower than the server a background child runs (os.nice): scoring can wait, while a
+# client waits on every acknowledgement, so under full load the cores go to ingest first.
+BACKGROUND_NICE = 10
 T = TypeVar("T")
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int, nice: int = 0) -> None:
     """In a child of `parent`: ignore Ctrl-C (the parent decides when children stop) and exit
     as soon as the parent is gone. Linux delivers SIGKILL on the parent's death (prctl); where
     that is not available, or the parent died before this ran, a watcher thread notices the
-    child was re-parented."""
+    child was re-parented. A background child (`nice`, e.g. BACKGROUND_NICE) yields the CPU
+    to the server and the ingest children when they want it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
