@@ -60,6 +60,12 @@ def die_with_parent(parent: int, nice: int = 0) -> None:
     threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
 
 
+def _start(parent: int, *preloaded: Any) -> None:
+    """A pool child's initializer. `preloaded` (ProcessPool's) were unpickled to call it, which
+    imported every module they refer to: the child's first call does not pay for them."""
+    die_with_parent(parent)
+
+
 def _up() -> None:
     """Run once in each child at start: its imports are done, it takes work."""
 
@@ -72,13 +78,16 @@ class ChildDied(Exception):
 class ProcessPool:
     """`size` spawned children that die with this process; `await pool.run(fn, *args)` runs
     a module-level `fn` in one of them. When a child dies the pool is replaced and the call
-    raises ChildDied: the caller decides whether to retry."""
+    raises ChildDied: the caller decides whether to retry. `preload`: picklable objects each
+    child receives as it starts (the arguments its calls will take, say), so that the imports
+    they need are done before the pool is up, not during its first calls."""
 
-    def __init__(self, size: int, name: str = "pool") -> None:
+    def __init__(self, size: int, name: str = "pool", preload: tuple[Any, ...] = ()) -> None:
         if size < 1:
             raise ValueError("a process pool needs at least one process")
         self.size = size
         self.name = name
+        self.preload = preload
         self._executor: ProcessPoolExecutor | None = None
 
     @property
@@ -104,7 +113,7 @@ class ProcessPool:
 
     def _new(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN,
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
+                                   initializer=_start, initargs=(os.getpid(), *self.preload))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
