@@ -187,7 +187,9 @@ class Offload:
         self.processes = processes
         self.inline_bytes = inline_bytes
         self.metrics = metrics
-        self._pool = ProcessPool(processes, "ingest") if processes > 0 else None
+        # each child imports what the pipeline needs as it starts, before the server is ready
+        self._pool = ProcessPool(processes, "ingest", preload=(pipeline,)) if processes > 0 \
+            else None
 
     async def __aenter__(self) -> Offload:
         if self._pool is not None:

@@ -30,15 +30,22 @@ from typing import Any, TypeVar
 SPAWN = multiprocessing.get_context("spawn")
 PARENT_POLL_SECONDS = 0.5
 PR_SET_PDEATHSIG = 1
+# How much lower than the server a background child runs (os.nice): scoring can wait, while a
+# client waits on every acknowledgement, so under full load the cores go to ingest first.
+BACKGROUND_NICE = 10
 T = TypeVar("T")
 
 
-def die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int, nice: int = 0) -> None:
     """In a child of `parent`: ignore Ctrl-C (the parent decides when children stop) and exit
     as soon as the parent is gone. Linux delivers SIGKILL on the parent's death (prctl); where
     that is not available, or the parent died before this ran, a watcher thread notices the
-    child was re-parented."""
+    child was re-parented. A background child (`nice`, e.g. BACKGROUND_NICE) yields the CPU
+    to the server and the ingest children when they want it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -53,6 +60,12 @@ def die_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
 
 
+def _start(parent: int, *preloaded: Any) -> None:
+    """A pool child's initializer. `preloaded` (ProcessPool's) were unpickled to call it, which
+    imported every module they refer to: the child's first call does not pay for them."""
+    die_with_parent(parent)
+
+
 def _up() -> None:
     """Run once in each child at start: its imports are done, it takes work."""
 
@@ -65,13 +78,16 @@ class ChildDied(Exception):
 class ProcessPool:
     """`size` spawned children that die with this process; `await pool.run(fn, *args)` runs
     a module-level `fn` in one of them. When a child dies the pool is replaced and the call
-    raises ChildDied: the caller decides whether to retry."""
+    raises ChildDied: the caller decides whether to retry. `preload`: picklable objects each
+    child receives as it starts (the arguments its calls will take, say), so that the imports
+    they need are done before the pool is up, not during its first calls."""
 
-    def __init__(self, size: int, name: str = "pool") -> None:
+    def __init__(self, size: int, name: str = "pool", preload: tuple[Any, ...] = ()) -> None:
         if size < 1:
             raise ValueError("a process pool needs at least one process")
         self.size = size
         self.name = name
+        self.preload = preload
         self._executor: ProcessPoolExecutor | None = None
 
     @property
@@ -97,7 +113,7 @@ class ProcessPool:
 
     def _new(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN,
-                                   initializer=die_with_parent, initargs=(os.getpid(),))
+                                   initializer=_start, initargs=(os.getpid(), *self.preload))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:

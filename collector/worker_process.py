@@ -25,7 +25,7 @@ from typing import Any
 
 from collector import logs
 from collector.metrics import Metrics
-from collector.processes import SPAWN, die_with_parent
+from collector.processes import BACKGROUND_NICE, SPAWN, die_with_parent
 from collector.tasks import cancel
 from collector.worker import WorkerConfig
 
@@ -202,7 +202,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
     from collector.store.db import make_engine
     from collector.worker import Worker
 
-    die_with_parent(parent)
+    die_with_parent(parent, BACKGROUND_NICE)
     cfg = WorkerConfig(**config)
     logs.setup(cfg.log_level, cfg.log_format)
     engine = make_engine(cfg.database_url, pool_size=2)

@@ -9,14 +9,16 @@ handful of turns never pages anyone, and a tiny but significant change on a huge
 - tool mix: Jensen–Shannon distance (base 2, in [0, 1]) of the shares of calls per tool;
   chi-square test of homogeneity of the call counts per tool;
 - calls per turn: difference of means; Welch's t test and interval.
+
+SciPy's `stats` is imported inside the three statistical tests, on first use: it holds about
+85 MB of memory, and `serve` imports this module at start (its signals routes and gauges),
+while most servers never compare two versions.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-
-from scipy import stats
 
 from collector.production.counts import Counts
 
@@ -81,6 +83,8 @@ def zero_tool_rate(base: Counts, cand: Counts, t: Thresholds) -> Measure:
     p_value: float | None = None
     low = high = None
     if n1 and n2:
+        from scipy import stats
+
         pooled = (base.zero_turns + cand.zero_turns) / (n1 + n2)
         se0 = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n2))
         p_value = float(2 * stats.norm.sf(abs(diff) / se0)) if se0 else (1.0 if not diff else 0.0)
@@ -100,6 +104,8 @@ def tool_mix(base: Counts, cand: Counts, t: Thresholds) -> Measure:
     p_value: float | None = None
     both = sum(base.tools.values()) > 0 and sum(cand.tools.values()) > 0
     if len(names) >= 2 and both:
+        from scipy import stats
+
         table = [[base.tools.get(n, 0) for n in names], [cand.tools.get(n, 0) for n in names]]
         p_value = float(stats.chi2_contingency(table, correction=False).pvalue)
     elif both:
@@ -121,6 +127,8 @@ def calls_per_turn(base: Counts, cand: Counts, t: Thresholds) -> Measure:
         a, b = base.calls_per_turn_variance / n1, cand.calls_per_turn_variance / n2
         se = math.sqrt(a + b)
         if se:
+            from scipy import stats
+
             df = (a + b) ** 2 / (a * a / (n1 - 1) + b * b / (n2 - 1))
             p_value = float(2 * stats.t.sf(abs(diff) / se, df))
             q = float(stats.t.ppf(1 - t.alpha / 2, df))

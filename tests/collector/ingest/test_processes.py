@@ -58,6 +58,25 @@ def test_deadline_children_reuse_a_child_and_kill_one_past_its_deadline() -> Non
         children.close()
 
 
+def test_preloaded_objects_import_their_modules_as_each_child_starts() -> None:
+    """The ingest pool's children import what the pipeline needs before the server is ready,
+    not during the first requests (seconds each on a loaded machine)."""
+    from collector.store import archive
+
+    loaded = "'collector.store.archive' in __import__('sys').modules"  # eval: a builtin
+
+    async def scenario() -> None:
+        async with ProcessPool(1, "test") as pool:
+            assert await pool.run(eval, loaded) is False
+        async with ProcessPool(1, "test", preload=(archive.pack,)) as pool:
+            assert await pool.run(eval, loaded) is True
+            with pytest.raises(ChildDied):
+                await pool.run(die)
+            assert await pool.run(eval, loaded) is True  # its replacement preloads too
+
+    asyncio.run(scenario())
+
+
 def test_a_call_runs_in_a_child_and_a_dead_child_is_replaced() -> None:
     async def scenario() -> None:
         async with ProcessPool(1, "test") as pool:

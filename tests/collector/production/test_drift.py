@@ -3,7 +3,10 @@ below alpha) and of a real shift (flagged)."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -79,3 +82,28 @@ def test_jensen_shannon_distance_bounds() -> None:
     assert jensen_shannon({"a": 1.0}, {"a": 1.0}) == 0.0
     assert abs(jensen_shannon({"a": 1.0}, {"b": 1.0}) - 1.0) < 1e-12
     assert 0 < jensen_shannon({"a": 0.6, "b": 0.4}, {"a": 0.4, "b": 0.6}) < 1
+
+
+def test_scipy_loads_only_when_two_versions_are_compared() -> None:
+    """`serve` imports the drift module at start (signals routes, gauges); SciPy's stats are
+    ~85 MB of every server's memory until a comparison needs them."""
+    code = (
+        "import json, sys\n"
+        "import collector.cli, collector.service, collector.api.app\n"
+        "from collector.production.counts import Counts, TurnSignal\n"
+        "from collector.production.drift import Thresholds, drift\n"
+        "loaded = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})\n"
+        "before = loaded()\n"
+        "a, b = Counts(), Counts()\n"
+        "for i in range(40):\n"
+        "    a.add(TurnSignal(i % 3, 0, 0, 0, {'search': i % 3} if i % 3 else {}))\n"
+        "    b.add(TurnSignal(i % 2, 0, 0, 0, {'lookup': i % 2} if i % 2 else {}))\n"
+        "drift(a, b, Thresholds())\n"
+        "print(json.dumps([before, loaded()]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    before, after = json.loads(out)
+    assert before == []
+    assert "scipy" in after

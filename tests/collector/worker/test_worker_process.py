@@ -11,6 +11,7 @@ import time
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from collector.processes import BACKGROUND_NICE
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
 
@@ -20,6 +21,12 @@ EXPECTATION = {"id": "wp", "match": "superset", "calls": [{"name": "lookup_order
 
 def worker_pids(server: Server) -> list[int]:
     return [int(m.group(1)) for line in list(server.log) if (m := STARTED.search(line))]
+
+
+def niced(pid: int, server: Server) -> bool:
+    """`pid` runs BACKGROUND_NICE lower than the server (scoring yields the CPU to ingest)."""
+    server_nice = os.getpriority(os.PRIO_PROCESS, server.process.pid)
+    return os.getpriority(os.PRIO_PROCESS, pid) == min(19, server_nice + BACKGROUND_NICE)
 
 
 def alive(pid: int) -> bool:
@@ -57,6 +64,7 @@ def test_killed_worker_is_restarted_and_its_counts_reach_metrics(database_url: s
         wait(lambda: worker_pids(server), 20, "worker started")
         (first,) = worker_pids(server)
         assert first != server.process.pid
+        wait(lambda: niced(first, server), 20, "worker at background priority")
         with server.client() as client:
             assert client.post("/api/v1/expectations", json=EXPECTATION).status_code == 201
         tp = provider(OTLPSpanExporter(endpoint=f"{server.base_url}/v1/traces"))
@@ -67,6 +75,7 @@ def test_killed_worker_is_restarted_and_its_counts_reach_metrics(database_url: s
         os.kill(first, signal.SIGKILL)
         wait(lambda: len(worker_pids(server)) == 2, 20, "worker restarted")
         assert alive(worker_pids(server)[1])
+        wait(lambda: niced(worker_pids(server)[1], server), 20, "restarted at its priority")
         agent_turn(tp, "wp-2", [ToolStep("lookup_order", {"order_id": 2}, {})])
         scored(server, "wp-2")  # the new worker scores
         wait(lambda: metric(server, "tooltrail_results_total") >= 2, 10, "results relayed")
