@@ -105,15 +105,16 @@ def trajectory(batch: Batch, fates: dict[str, str]) -> list[dict[str, Any]]:
 
 def stored_report(url: str, key: str) -> dict[str, Any]:
     """A stored conversation: its rows, what reconciliation made of each, and its trajectory."""
+    from collector.conversation_view import shown_turns
     from collector.store.extraction import stored_conversation
 
     held = stored_conversation(url, key)
-    rows, turns = held.rows, held.turns
+    rows, turns = held.rows, shown_turns(held.turns, held.rows)
     fates: dict[str, str] = {}
-    stored = [call_from_row(r._mapping) for r in rows]
+    stored = [call_from_row(r) for r in rows]
     by_turn: dict[Any, list[ToolCall]] = {}
     for row, call in zip(rows, stored, strict=True):
-        by_turn.setdefault(row.turn_id, []).append(call)
+        by_turn.setdefault(row["turn_id"], []).append(call)
     for calls in by_turn.values():
         reconcile(calls, fates)
     spans = [

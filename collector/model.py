@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import operator
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -12,6 +14,32 @@ from collector.projects import DEFAULT_PROJECT
 KEY_FROM_TRACE = 0  # no key seen: the trace id stands in (a one-turn conversation)
 KEY_FROM_SPAN = 1  # a non-root span of the trace carried the key
 KEY_FROM_ROOT = 2  # the trace's root span carried the key
+
+# A turn key with this prefix names a position, not a trace: the turn holds the explicit calls
+# of the conversation's turn at that position (`collector.capture.merge.position_key`).
+POSITION_PREFIX = "turn#"
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def storable_text(text: str, replaced: Callable[[], None] | None = None) -> str:
+    """`text` as a store holds it: NUL characters (no PostgreSQL text or jsonb holds one) and
+    lone surrogates (OTLP/JSON may carry them; no UTF-8 store holds one) replaced by U+FFFD,
+    calling `replaced` once per kind replaced. Extraction stores text through it
+    (`collector.extract.otlp.clean_text`, which notes each), and lookups by conversation key
+    apply it, so a key finds what it was stored as."""
+    if "\x00" in text:
+        if replaced is not None:
+            replaced()
+        text = text.replace("\x00", "\ufffd")
+    if not text.isascii():
+        try:
+            text.encode()
+        except UnicodeEncodeError:
+            if replaced is not None:
+                replaced()
+            text = _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Engine, delete, select
 
+from collector import conversation_view
 from collector.extract import ExtractOptions
 from collector.governance.redaction import load_policy
 from collector.ingest import extract_safely
@@ -134,11 +135,11 @@ def reextract_conversation(conn: Connection, cid: int, batches: list[PreparedBat
     k = tool_calls.c
     conn.execute(delete(tool_calls).where(
         k.conversation_id == cid, k.source == "otel", among(conn, k.trace_id, traces)))
-    write_prepared(conn, batches, last_seen)
+    write_prepared(conn, batches, last_seen, conversation_view.counts)
     # the writer counted its insertions onto counts that still held the deleted calls
     affected = {cid for (cid,) in conn.execute(
         select(turns.c.conversation_id).where(among(conn, turns.c.turn_key, traces)))}
-    refresh_conversations(conn, affected, {}, last_seen)
+    refresh_conversations(conn, affected, {}, last_seen, count_shown=conversation_view.counts)
     return True
 
 

@@ -13,6 +13,7 @@ from functools import partial
 
 from sqlalchemy import Engine
 
+from collector import conversation_view
 from collector.api.auth import ApiKeyInterceptor
 from collector.api.gauges import ExpectationGauges, SignalGauges
 from collector.apikeys import ApiKeys
@@ -78,6 +79,7 @@ class Service:
             errors_keep=settings.ingest_errors_keep,
             retry_after=settings.store_retry_seconds,
             concurrency=settings.writer_concurrency,
+            count_shown=conversation_view.counts,
         )
         pipeline = Pipeline(
             decode=decode_body,

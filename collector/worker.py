@@ -21,8 +21,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from collector import reextract, scorer
 from collector.governance import retention
 from collector.metrics import Metrics
+from collector.production import evaluation, signals
 from collector.production.evaluation import parse_headers
-from collector.store import jobs, leases, maintenance, production
+from collector.store import jobs, leases, maintenance
 from collector.tasks import cancel
 from matcher import Selector, Trajectory
 from matcher.selector import parse_selector
@@ -272,7 +273,7 @@ class Worker:
                 facts = leases.conversation_facts(conn, sorted(owned))
                 _, paths = self._score(conn, facts, active)
                 if self.signals:  # the trajectories scoring read serve signals too
-                    production.record(conn, facts, paths)
+                    signals.record(conn, facts, paths)
                 leases.release(conn, self.owner, owned, facts)
             now = time.time()
             for f in facts:  # committed: their time from last span to results
@@ -314,7 +315,7 @@ class Worker:
             # a job over every active expectation did all that settle-scoring would do
             if {e.slug for e in wanted} == set(current):
                 if self.signals:  # settle-scoring will not claim them: record their signals
-                    production.record(conn, facts, paths)
+                    signals.record(conn, facts, paths)
                 leases.mark_scored(conn, facts)
             if busy:
                 jobs.retry_chunk_soon(conn, chunk, self.owner, delay=0.5)
@@ -357,7 +358,7 @@ class Worker:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scorer.store(conn, scored, done)
         if self.exporter is not None and scored:
-            self.exporter.emit(production.verdicts(conn, scored))
+            self.exporter.emit(evaluation.verdicts(conn, scored))
         return len(failed), trajectories
 
 

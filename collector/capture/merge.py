@@ -24,10 +24,10 @@ from typing import Any, Generic, TypeVar
 
 from collector.extract.decoding import canonical
 from collector.extract.traces import derived_key
+from collector.model import POSITION_PREFIX
 from collector.projects import DEFAULT_PROJECT
 from matcher import Call
 
-POSITION_PREFIX = "turn#"
 T = TypeVar("T")
 K = TypeVar("K")
 

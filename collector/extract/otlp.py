@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,8 +11,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+from collector.model import storable_text
 
-SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
 # The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
 # timestamp above this is not a time any clock produced, so the span is rejected, not clamped.
@@ -81,19 +80,12 @@ def any_value(value: AnyValue, depth: int = 0) -> Any:
 
 
 def clean_text(text: str) -> str:
-    """`text` with NUL characters (no PostgreSQL text or jsonb holds one) and lone surrogates
-    (OTLP/JSON may carry them; no UTF-8 store holds one) replaced by U+FFFD, noted. Lookups
-    by conversation key apply the same function, so a key finds what it was stored as."""
-    if "\x00" in text:
-        note(INVALID_TEXT)
-        text = text.replace("\x00", "\ufffd")
-    if not text.isascii():
-        try:
-            text.encode()
-        except UnicodeEncodeError:
-            note(INVALID_TEXT)
-            text = SURROGATE.sub("\ufffd", text)
-    return text
+    """`text` as stored (`collector.model.storable_text`), each replacement noted."""
+    return storable_text(text, _invalid_text)
+
+
+def _invalid_text() -> None:
+    note(INVALID_TEXT)
 
 
 def attributes(pairs: Any) -> dict[str, Any]:

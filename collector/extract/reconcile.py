@@ -156,6 +156,12 @@ class Placed:
     step: int
     request: ToolCall | None = None
 
+    @property
+    def call_id(self) -> str | None:
+        """`merged()`'s call id, without deciding the arguments."""
+        r = self.request
+        return self.call.call_id if r is None else self.call.call_id or r.call_id
+
     def merged(self) -> tuple[str | None, Any, str | None]:
         """(call_id, arguments, arguments_raw): the execution's, with the request supplying a
         missing call id and arguments the execution did not capture (or collapsed)."""
@@ -238,12 +244,12 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     for placed in turns:
         mine = []
         for p in placed:
-            call_id = p.merged()[0]
+            call_id = p.call_id
             earlier = asked.get((p.call.name, call_id)) if call_id else None
             mine.append(Placed(p.call, p.step, earlier)
                         if p.request is None and earlier is not None else p)
         for p in mine:
-            if call_id := p.merged()[0]:
+            if call_id := p.call_id:
                 asked.setdefault((p.call.name, call_id), p.request or p.call)
         informed.append(mine)
     later: set[tuple[str, str]] = set()
@@ -251,14 +257,14 @@ def settle(turns: Sequence[list[Placed]]) -> list[list[Placed]]:
     for placed in reversed(informed):
         kept = []
         for p in placed:
-            c, call_id = p.call, p.merged()[0]
+            c, call_id = p.call, p.call_id
             waited = c.result is None and c.error is None and (
                 c.executed or c.status == REQUESTED)  # or a request no execution answered
             if waited and call_id and (c.name, call_id) in later:
                 p = Placed(c.evolve(status=PENDING, executed=False), p.step, p.request)
             kept.append(p)
         later.update((p.call.name, cid) for p in placed  # executed, or refused by the user
-                     if (p.call.executed or unexecuted(p.call)) and (cid := p.merged()[0]))
+                     if (p.call.executed or unexecuted(p.call)) and (cid := p.call_id))
         out.append(kept)
     return out[::-1]
 

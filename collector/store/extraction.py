@@ -1,24 +1,24 @@
 """What the store holds of one conversation, for `tooltrail extract --database-url`: its row,
-its turns as the REST API reads them, and every tool_calls row (executions and model requests)
-as stored, before reconciliation."""
+its turn rows, and every tool_calls row (executions and model requests) as stored, before
+reconciliation (`collector.conversation_view` shows them as the REST API does)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import Connection
 
 from collector.store import queries
 from collector.store.db import make_engine
-from collector.store.tables import tool_calls
 
 
 @dataclass(frozen=True, slots=True)
 class StoredConversation:
     conversation: dict[str, Any]
-    turns: list[dict[str, Any]]  # queries.conversation_turns: reconciled, merged
-    rows: list[Row[Any]]  # its tool_calls rows in (start, span id) order
+    turns: list[dict[str, Any]]  # its turn rows in start order
+    rows: list[Mapping[Any, Any]]  # its tool_calls rows in (start, span id) order
 
 
 def stored_conversation(url: str, key: str) -> StoredConversation:
@@ -35,9 +35,5 @@ def read_conversation(conn: Connection, key: str) -> StoredConversation:
     conversation = queries.get_conversation(conn, key)
     if conversation is None:
         raise LookupError(f"no conversation {key!r} in the store")
-    turns = queries.conversation_turns(conn, conversation["id"])
-    rows = conn.execute(
-        select(tool_calls).where(tool_calls.c.conversation_id == conversation["id"])
-        .order_by(tool_calls.c.start_ns, tool_calls.c.span_id)
-    ).all()
-    return StoredConversation(conversation, turns, list(rows))
+    turn_rows, call_rows = queries.conversation_rows(conn, conversation["id"])
+    return StoredConversation(conversation, turn_rows, call_rows)

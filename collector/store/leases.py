@@ -218,14 +218,32 @@ def trajectory_rows(
     stored. Two queries for any number of conversations. Without `results`, a call's result
     is `RESULT_PRESENT` or None, never read nor decoded: reconciliation only asks whether
     there is one."""
-    id_list = list(ids)
-    turn_order: TurnOrder = {cid: [] for cid in id_list}
-    for cid, tid, key in conn.execute(
-        select(turns.c.conversation_id, turns.c.id, turns.c.turn_key)
-        .where(among(conn, turns.c.conversation_id, id_list))
-        .order_by(turns.c.conversation_id, turns.c.start_ns, turns.c.id)
+    turn_order, _ = ordered_turns(conn, ids)
+    return turn_order, trajectory_calls(conn, ids, results=results)
+
+
+def ordered_turns(conn: Connection, ids: Sequence[int], *columns: Any
+                  ) -> tuple[TurnOrder, dict[int, tuple[Any, ...]]]:
+    """The turns of conversations `ids` in start order, and each turn's values of `columns`
+    (of the `turns` table) by turn id."""
+    order: TurnOrder = {cid: [] for cid in ids}
+    values: dict[int, tuple[Any, ...]] = {}
+    t = turns.c
+    for cid, tid, key, *rest in conn.execute(
+        select(t.conversation_id, t.id, t.turn_key, *columns)
+        .where(among(conn, t.conversation_id, list(ids)))
+        .order_by(t.conversation_id, t.start_ns, t.id)
     ):
-        turn_order[cid].append((tid, key))
+        order[cid].append((tid, key))
+        values[tid] = tuple(rest)
+    return order, values
+
+
+def trajectory_calls(
+    conn: Connection, ids: Sequence[int], *, results: bool = True
+) -> dict[int, list[ToolCall]]:
+    """`trajectory_rows` without the turns: each turn's calls as stored."""
+    id_list = list(ids)
     t = tool_calls.c
     rows = conn.execute(
         select(
@@ -292,7 +310,7 @@ def trajectory_rows(
             per_turn[turn_id] = [call]
         else:
             calls.append(call)
-    return turn_order, per_turn
+    return per_turn
 
 
 def scope_key(scope: dict[str, Any]) -> str:

@@ -13,9 +13,9 @@ skipped, which are recounted.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import orjson
 from sqlalchemy import (
@@ -33,12 +33,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from collector.capture.merge import POSITION_PREFIX
-from collector.model import Batch, TraceInfo
+from collector.model import POSITION_PREFIX, Batch, TraceInfo
 from collector.store import archive
 from collector.store.bulk import among, copy_rows, json_rows, pg_type
 from collector.store.jsonio import dumps
-from collector.store.queries import conversation_turns
 from collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
@@ -56,6 +54,23 @@ STATUS = CALL_FIELDS.index("status")
 EXECUTED = CALL_FIELDS.index("executed")
 if ("conversation_id", "turn_id", *CALL_FIELDS) != CALL_COLUMNS:
     raise RuntimeError("collector.store.rows.CALL_FIELDS differs from the tool_calls table")
+
+
+class ShownCounts(NamedTuple):
+    """A conversation's counts as its turns are shown (explicit calls merged)."""
+
+    turns: int
+    calls: int  # executed calls
+    errors: int  # executed calls that failed
+
+
+# Conversation ids → their counts as shown. What rows mean is composed above the store: the
+# composition root hands the writer `collector.conversation_view.counts`.
+CountShown = Callable[[Connection, Sequence[int]], Mapping[int, ShownCounts]]
+
+
+class CountShownMissing(TypeError):
+    """A write mixed explicit and traced turns in a conversation without `count_shown`."""
 
 
 def insert_ignore(conn: Connection, table: Table) -> Insert:
@@ -158,10 +173,13 @@ def _conversation_ids(
 
 
 def write_batches(
-    conn: Connection, batches: Sequence[Batch | PreparedBatch], now: float
+    conn: Connection, batches: Sequence[Batch | PreparedBatch], now: float,
+    count_shown: CountShown | None = None,
 ) -> None:
-    """Store every turn, conversation and tool call of `batches` (caller owns the transaction)."""
-    write_prepared(conn, [b if isinstance(b, PreparedBatch) else prepare(b) for b in batches], now)
+    """Store every turn, conversation and tool call of `batches` (caller owns the transaction;
+    `count_shown`: see `recount_merged`)."""
+    write_prepared(conn, [b if isinstance(b, PreparedBatch) else prepare(b) for b in batches], now,
+                   count_shown)
 
 
 def _json_list(value: Any) -> list[Any]:
@@ -188,8 +206,10 @@ class Change:
         self.agents.update(agents)
 
 
-def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: float) -> None:
-    """The SQL of one group commit (caller owns the transaction)."""
+def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: float,
+                   count_shown: CountShown | None = None) -> None:
+    """The SQL of one group commit (caller owns the transaction; `count_shown`: see
+    `recount_merged`)."""
     infos = merge_traces(batches)
     if not infos:
         return
@@ -288,7 +308,8 @@ def write_prepared(conn: Connection, batches: Sequence[PreparedBatch], now: floa
     if not insert_calls(conn, batches, turn_ids, changes):
         recount.update(changes)  # a span was skipped: which conversation's is not known
     refresh_conversations(conn, set(changes), seen, now,
-                          {cid: c for cid, c in changes.items() if cid not in recount})
+                          {cid: c for cid, c in changes.items() if cid not in recount},
+                          count_shown)
     drop_empty(conn, orphans)
 
 
@@ -370,11 +391,13 @@ class ConversationsDeleted(Exception):
 
 def refresh_conversations(
     conn: Connection, ids: set[int], seen: dict[int, dict[str, Any]], now: float,
-    changes: dict[int, Change] | None = None,
+    changes: dict[int, Change] | None = None, count_shown: CountShown | None = None,
 ) -> None:
     """Bring the conversations `ids` up to date and mark them changed (for the worker): those
     with an entry in `changes` incrementally (stored counts, times and agents plus the
-    change), the others recounted from their rows; newly `seen` attributes never overwrite."""
+    change), the others recounted from their rows; newly `seen` attributes never overwrite.
+    Those that mix explicit and traced turns are then counted by `count_shown`
+    (`recount_merged`)."""
     if not ids:
         return
     changes = changes or {}
@@ -428,7 +451,8 @@ def refresh_conversations(
         f"FROM {json_rows(conn, conversations, columns)} WHERE conversations.id = r.id",
         (dumps([list(r.values()) for r in rows]),),
     )
-    recount_merged(conn, [cid for cid in id_list if stored[cid].explicit and stored[cid].traced])
+    recount_merged(conn, [cid for cid in id_list if stored[cid].explicit and stored[cid].traced],
+                   count_shown)
 
 
 def _recounted(conn: Connection, ids: list[int]) -> dict[int, tuple[int, int, int, int, int,
@@ -462,19 +486,24 @@ def _recounted(conn: Connection, ids: list[int]) -> dict[int, tuple[int, int, in
     return found
 
 
-def recount_merged(conn: Connection, mixed: Sequence[int]) -> None:
+def recount_merged(conn: Connection, mixed: Sequence[int],
+                   count_shown: CountShown | None) -> None:
     """Count conversations that have explicit (positional) and traced turns as they are read:
     explicit calls merge into the traced turn at their position at read time
     (collector.capture.merge), so the row counts above count a merged call, and a merged turn,
-    twice. Their counts come from the reader REST uses (each merged turn once, each executed
-    call once). Conversations with turns of one kind only merge nothing: they keep the row
-    counts, which are the same thing (and cost no read of their calls)."""
-    rows = []
-    for cid in sorted(mixed):
-        shown = conversation_turns(conn, cid)
-        calls = [c for turn in shown for c in turn["tool_calls"] if c["executed"]]
-        rows.append({"b_id": cid, "b_turns": len(shown), "b_calls": len(calls),
-                     "b_errors": sum(c["status"] == "error" for c in calls)})
+    twice. Their counts come from `count_shown`, the reader REST uses (each merged turn once,
+    each executed call once); a write that needs it and lacks it fails (`CountShownMissing`)
+    rather than store counts REST contradicts. Conversations with turns of one kind only
+    merge nothing: they keep the row counts, which are the same thing (and cost no read of
+    their calls)."""
+    if not mixed:
+        return
+    if count_shown is None:
+        raise CountShownMissing(f"conversations {sorted(mixed)} mix explicit and traced turns: "
+                                "their counts need count_shown")
+    shown = count_shown(conn, sorted(mixed))
+    rows = [{"b_id": cid, "b_turns": n.turns, "b_calls": n.calls, "b_errors": n.errors}
+            for cid, n in sorted(shown.items())]
     if rows:
         conn.execute(
             update(conversations).where(conversations.c.id == bindparam("b_id")).values(

@@ -1,29 +1,23 @@
 """Production signals in the store: each logical turn's contribution and their hourly sums.
 
-The worker calls `record` for the conversations it has just claimed (settled and changed), in
-its scoring transaction: their turns are read once through the scoring side's reconciled
-trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged; the
-ones scoring read, else read without results, whose values no count needs),
-each turn's contribution is compared with the one kept in `signal_turns`, and only the
-difference is added to `signal_buckets`. Queries read the hourly buckets of the range asked,
-never the calls.
+SQL only. What a turn contributes is composed above the store (`collector.production.signals`,
+from the reconciled trajectories); `replace_turns` compares each turn's contribution with the
+one kept in `signal_turns` and adds only the difference to `signal_buckets`. Queries read the
+hourly buckets of the range asked, never the calls.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, delete, func, select, tuple_
 
-from collector.capture.merge import logical_turns
 from collector.production.counts import Counts, TurnSignal
-from collector.production.evaluation import Verdict
-from collector.scorer import NOT_EXECUTED, Scored, trajectories
 from collector.store.bulk import among
-from collector.store.leases import ConversationFacts, scope_key
+from collector.store.leases import TurnOrder, ordered_turns
 from collector.store.persist import insert_ignore
 from collector.store.tables import (
     SIGNAL_KEY,
@@ -32,7 +26,6 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
-from matcher import Trajectory
 
 HOUR = 3600
 DAY = 24 * HOUR
@@ -52,21 +45,33 @@ class KeptTurn:
     signal: TurnSignal
 
 
-def record(conn: Connection, facts: Sequence[ConversationFacts],
-           paths: Mapping[int, Trajectory] | None = None) -> None:
-    """Bring the signals of these conversations up to date with their stored turns and calls
-    (`paths`: trajectories the caller has read already, of some or all of them; the others
-    are read without their results, which signals never look at)."""
-    if not facts:
-        return
-    ids = sorted(f.id for f in facts)
-    missing = [cid for cid in ids if paths is None or cid not in paths]
-    if missing:
-        paths = {**(paths or {}), **trajectories(conn, missing, results=False)}
-    assert paths is not None
-    fresh = list(_turn_signals(conn, facts, paths))
+class TurnMeta(NamedTuple):
+    """What the signals of one stored turn read besides its calls."""
+
+    start_ns: int
+    agents: tuple[str, ...]
+    pending: int  # its calls waiting for an approval (stored status `pending`)
+
+
+def turn_meta(conn: Connection, ids: Sequence[int]) -> tuple[TurnOrder, dict[int, TurnMeta]]:
+    """The turns of conversations `ids` in start order, and each one's `TurnMeta`."""
+    pending: dict[int, int] = {}
+    k = tool_calls.c
+    for tid, in conn.execute(
+        select(k.turn_id).where(among(conn, k.conversation_id, list(ids)),
+                                k.status == "pending")
+    ):
+        pending[tid] = pending.get(tid, 0) + 1
+    order, values = ordered_turns(conn, ids, turns.c.start_ns, turns.c.agents)
+    return order, {tid: TurnMeta(start or 0, tuple(agents or ()), pending.get(tid, 0))
+                   for tid, (start, agents) in values.items()}
+
+
+def replace_turns(conn: Connection, ids: Sequence[int], fresh: Sequence[KeptTurn]) -> None:
+    """Keep `fresh` as the turn contributions of conversations `ids` (every one of their
+    logical turns), and add the difference from what was kept to the buckets."""
     fresh_ids = [t.turn_id for t in fresh]
-    old = _kept(conn, ids, fresh_ids)
+    old = _kept(conn, sorted(ids), fresh_ids)
     deltas: dict[Key, Counts] = {}
     for kept, sign in [(k, -1) for k in old] + [(k, 1) for k in fresh]:
         counts = deltas.get(kept.key)
@@ -84,61 +89,6 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
 def _changes(delta: Counts) -> bool:
     return bool(delta.turns or delta.zero_turns or delta.calls or delta.calls_sq or delta.failed
                 or delta.unexecuted or delta.pending or delta.histogram or delta.tools)
-
-
-def _turn_signals(conn: Connection, facts: Sequence[ConversationFacts],
-                  paths: Mapping[int, Trajectory]) -> Iterable[KeptTurn]:
-    """Each logical turn with its key and signal (turns in start order, as scored)."""
-    ids = sorted(f.id for f in facts)
-    order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in ids}
-    meta: dict[int, tuple[int, tuple[str, ...]]] = {}
-    t = turns.c
-    for cid, tid, key, start, agents in conn.execute(
-        select(t.conversation_id, t.id, t.turn_key, t.start_ns, t.agents)
-        .where(among(conn, t.conversation_id, ids))
-        .order_by(t.conversation_id, t.start_ns, t.id)
-    ):
-        order[cid].append((tid, key))
-        meta[tid] = (start or 0, tuple(agents or ()))
-    pending: dict[int, int] = {}
-    k = tool_calls.c
-    for tid, in conn.execute(
-        select(k.turn_id).where(among(conn, k.conversation_id, ids), k.status == "pending")
-    ):
-        pending[tid] = pending.get(tid, 0) + 1
-    names: dict[tuple[str, ...], str] = {}  # a turn's agents → the key's agent (few distinct)
-    for f in facts:
-        cid, service = f.id, f.service or UNKNOWN
-        version = f.attributes.get(VERSION_ATTRIBUTE)
-        version = str(version) if version is not None else UNKNOWN
-        for (stored, explicit), calls in zip(
-            logical_turns(order[cid]), paths[cid].turns, strict=True
-        ):
-            if stored is None or explicit is None:
-                first = stored if stored is not None else explicit
-                assert first is not None
-                start, agents = meta[first]
-                waiting = pending.get(first, 0)
-            else:
-                first = stored
-                (start_a, agents_a), (start_b, agents_b) = meta[stored], meta[explicit]
-                start, agents = min(start_a, start_b), agents_a + agents_b
-                waiting = pending.get(stored, 0) + pending.get(explicit, 0)
-            agent = names.get(agents)
-            if agent is None:
-                agent = names[agents] = ",".join(sorted(set(agents)))
-            tools: dict[str, int] = {}
-            failed = unexecuted = 0
-            for call in calls:
-                tools[call.name] = tools.get(call.name, 0) + 1
-                if call.error is not None:
-                    if call.error == NOT_EXECUTED:
-                        unexecuted += 1
-                    else:
-                        failed += 1
-            signal = TurnSignal(len(calls), failed, unexecuted, waiting, tools)
-            yield KeptTurn(first, cid, (f.project, service, version, agent,
-                                        start // 1_000_000_000 // HOUR * HOUR), signal)
 
 
 def _kept(conn: Connection, ids: list[int], turn_ids: list[int]) -> list[KeptTurn]:
@@ -304,39 +254,9 @@ def latest_versions(
     return {k: v for k, v in totals(conn, since=now - window).items() if k in keep}
 
 
-def verdicts(conn: Connection, scored: Sequence[Scored]) -> list[Verdict]:
-    """The results of `scored` as exportable verdicts, each with the root span of the turn it
-    judges: turn `i` for a per-turn result, the conversation's last turn with a known root
-    otherwise."""
-    ids = sorted({s.conversation.id for s in scored})
-    order: dict[int, list[tuple[int, str]]] = {cid: [] for cid in ids}
-    roots: dict[int, tuple[str, str | None]] = {}
-    t = turns.c
-    for cid, tid, key, trace_id, root in conn.execute(
-        select(t.conversation_id, t.id, t.turn_key, t.trace_id, t.root_span_id)
-        .where(among(conn, t.conversation_id, ids)).order_by(t.conversation_id, t.start_ns, t.id)
-    ):
-        order[cid].append((tid, key))
-        roots[tid] = (trace_id, root)
-    spans: dict[int, list[tuple[str, str] | None]] = {}
-    for cid in ids:
-        per_turn: list[tuple[str, str] | None] = []
-        for stored, explicit in logical_turns(order[cid]):
-            found = [roots[tid] for tid in (stored, explicit) if tid is not None]
-            per_turn.append(next(((tr, sp) for tr, sp in found if sp), None))
-        spans[cid] = per_turn
-    out: list[Verdict] = []
-    for s in scored:
-        per_turn = spans.get(s.conversation.id, [])
-        for result in s.results:
-            index = result.scope.get("turn") if result.scope.get("kind") == "turn" else None
-            if isinstance(index, int) and 0 <= index < len(per_turn):
-                parent = per_turn[index]
-            else:
-                parent = next((p for p in reversed(per_turn) if p), None)
-            out.append(Verdict(
-                expectation=s.expectation.slug, expectation_version=s.expectation.version,
-                conversation=s.conversation.key, passed=result.passed, score=result.score,
-                reason=result.reason, scope=scope_key(result.scope),
-                trace_id=parent[0] if parent else None, span_id=parent[1] if parent else None))
-    return out
+def turn_roots(conn: Connection, ids: Sequence[int]
+               ) -> tuple[TurnOrder, dict[int, tuple[str, str | None]]]:
+    """The turns of conversations `ids` in start order, and each one's (trace id, root span
+    id)."""
+    order, roots = ordered_turns(conn, ids, turns.c.trace_id, turns.c.root_span_id)
+    return order, {tid: (trace_id, root) for tid, (trace_id, root) in roots.items()}

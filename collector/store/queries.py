@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from collector.capture.merge import merged_rows
-from collector.extract.otlp import clean_text
-from collector.extract.reconcile import reconcile_rows
+from collector.model import storable_text
 from collector.projects import DEFAULT_PROJECT
 from collector.store.bulk import among
 from collector.store.jobs import create_job
@@ -130,16 +128,18 @@ def get_conversation(
 ) -> dict[str, Any] | None:
     """One conversation row of `project` by key, normalised as ingest stored it (NUL →
     U+FFFD)."""
-    key = clean_text(key)
+    key = storable_text(key)
     c = conversations.c
     row = conn.execute(select(conversations).where(c.key == key, c.project == project)).first()
     return None if row is None else dict(row._mapping)
 
 
-def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str, Any]]:
-    """The turns in start order, each with its tool calls reconciled (each call once, with its
-    step; a request never executed has `executed=False`) in (step, start) order, explicit
-    calls merged into the turn at their position (`collector.capture.merge`)."""
+def conversation_rows(
+    conn: Connection, conversation_id: int
+) -> tuple[list[dict[str, Any]], list[Mapping[Any, Any]]]:
+    """One conversation's turn rows in start order and its tool_calls rows as stored
+    (executions and model requests) in (start, span id) order; `collector.conversation_view`
+    composes what they show."""
     turn_rows = [
         dict(r._mapping)
         for r in conn.execute(
@@ -148,8 +148,10 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
             .order_by(turns.c.start_ns, turns.c.id)
         )
     ]
-    rows = conn.execute(select(tool_calls).where(tool_calls.c.conversation_id == conversation_id))
-    return merged_rows(turn_rows, reconcile_rows(r._mapping for r in rows))
+    k = tool_calls.c
+    rows = conn.execute(select(tool_calls).where(k.conversation_id == conversation_id)
+                        .order_by(k.start_ns, k.span_id))
+    return turn_rows, [r._mapping for r in rows]
 
 
 def conversation_results(

@@ -26,6 +26,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlch
 from collector.errors import InvalidPayload, Overloaded, StoreUnavailable
 from collector.metrics import Metrics
 from collector.store.persist import (
+    CountShown,
     PreparedBatch,
     prune_ingest_errors,
     record_ingest_errors,
@@ -90,8 +91,10 @@ class Writer:
         errors_keep: int = 10_000,
         retry_after: float = 1.0,
         concurrency: int | None = None,
+        count_shown: CountShown | None = None,
     ) -> None:
         self.engine = engine
+        self.count_shown = count_shown  # persist.recount_merged: the composition root's
         self.metrics = metrics
         self.max_batch = max_batch
         self.max_queue_bytes = max_queue_bytes
@@ -259,7 +262,7 @@ class Writer:
         errors = errors + [row for item in items for row in item.errors]
         with self.engine.begin() as conn:
             if items:
-                write_prepared(conn, [i.batch for i in items], now)
+                write_prepared(conn, [i.batch for i in items], now, self.count_shown)
             if errors:
                 record_ingest_errors(conn, errors)
                 self._errors_since_prune += len(errors)

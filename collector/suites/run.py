@@ -22,7 +22,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
-from collector import scorer
+from collector import conversation_view, scorer
 from collector.api import convert
 from collector.extract import ExtractOptions
 from collector.metrics import Metrics
@@ -60,7 +60,8 @@ def temporary_store() -> Iterator[Engine]:
 async def _write_all(engine: Engine, sources: Sequence[str], options: ExtractOptions,
                      forced: str | None, reads: list[Read],
                      progress: Callable[[str], None] | None) -> None:
-    async with Writer(engine, Metrics(), max_queue_bytes=1 << 62) as writer:
+    async with Writer(engine, Metrics(), max_queue_bytes=1 << 62,
+                      count_shown=conversation_view.counts) as writer:
         pending: set[asyncio.Task[None]] = set()
         in_flight = 0  # spans handed to the writer and not yet committed
 
@@ -157,7 +158,8 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
         with engine.connect() as conn:
             rows = queries.list_conversations(conn, limit=ALL, before_id=None)
             conversations = {
-                r["key"]: convert.conversation(r, queries.conversation_turns(conn, r["id"]))
+                r["key"]: convert.conversation(
+                    r, conversation_view.conversation_turns(conn, r["id"]))
                 .model_dump(mode="json")
                 for r in sorted(rows, key=lambda r: r["key"])
             }

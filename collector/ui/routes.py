@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import Connection
 
-from collector import summaries
+from collector import conversation_view, summaries
 from collector.api import convert
 from collector.api.deps import (
     AppState,
@@ -178,7 +178,7 @@ def conversation_page(key: str, request: Request, conn: ReadConn, app: State,
     if row is None:
         return page(request, "missing.html", status=404,
                     what=f"No conversation {key!r} in project {scope!r}.")
-    conversation = convert.conversation(row, queries.conversation_turns(conn, row["id"]))
+    conversation = convert.conversation(row, conversation_view.conversation_turns(conn, row["id"]))
     c = conversation.model_dump()
     verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
     return page(request, "conversation.html", c=c, verdicts=verdicts)

@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import func, select
 
+from collector import conversation_view
 from collector.capture.explicit import explicit_batch
 from collector.extract import ExtractOptions, extract
 from collector.store.db import alembic_config, make_engine, migrate
@@ -158,9 +159,9 @@ def test_migration_0005_moves_stored_data_into_the_default_project(database_url:
         assert set(conn.execute(select(tool_calls.c.trace_id)).scalars()) == keys
     with engine.begin() as conn:  # the same capture again: nothing new
         write_batches(conn, [explicit_batch("old-1", 0, body, 99, project="legacy")],
-                      time.time())
+                      time.time(), conversation_view.counts)
         write_batches(conn, [explicit_batch("old-1", 0, body, 99, project="other")],
-                      time.time())
+                      time.time(), conversation_view.counts)
     with engine.connect() as conn:
         assert conn.execute(
             select(conversations.c.project, func.count()).select_from(conversations)

@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
+from collector import conversation_view
 from collector.api import convert
 from collector.api.deps import (
     CursorParam,
@@ -129,7 +130,7 @@ def get_conversation(key: str, conn: ReadConn, project: Project) -> Conversation
     row = queries.get_conversation(conn, key, project)
     if row is None:
         raise ApiError(404, f"no conversation {key!r} in project {project!r}")
-    return convert.conversation(row, queries.conversation_turns(conn, row["id"]))
+    return convert.conversation(row, conversation_view.conversation_turns(conn, row["id"]))
 
 
 @router.delete("/{key:path}", status_code=204, responses={403: {"model": ErrorBody}})

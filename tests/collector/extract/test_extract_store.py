@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Engine, delete, select
 
-from collector import scorer
+from collector import conversation_view, scorer
 from collector.extract import extract
 from collector.store import queries
 from collector.store.db import make_engine, migrate
@@ -89,7 +89,7 @@ def stored_turns(engine: Engine, key: str) -> tuple[dict[str, Any], list[list[di
     with engine.connect() as conn:
         conversation = queries.get_conversation(conn, key)
         assert conversation is not None, key
-        turns = queries.conversation_turns(conn, conversation["id"])
+        turns = conversation_view.conversation_turns(conn, conversation["id"])
         trajectory = scorer.trajectory(conn, conversation["id"])
     rest = [
         [{"name": c["name"], "arguments": c["arguments"], "error": c["error"] is not None,

@@ -15,7 +15,8 @@ from sqlalchemy.exc import DataError
 
 from collector.extract import extract
 from collector.ingest import extract_safely
-from collector.store import leases, production
+from collector.production import signals
+from collector.store import leases
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations, signal_buckets, signal_turns
@@ -84,7 +85,7 @@ def test_light_signals_equal_the_full_trajectories(database_url: str) -> None:
     for paths in (full, None, {cid: full[cid] for cid in ids[::2]}):  # given, read, a mix
         with engine.connect() as conn:
             tx = conn.begin()
-            production.record(conn, facts, paths)
+            signals.record(conn, facts, paths)
             outcomes.append(tables(conn))
             tx.rollback()
     kept, sums = outcomes[0]

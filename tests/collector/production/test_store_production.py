@@ -10,6 +10,7 @@ from sqlalchemy import Engine, func, inspect, select
 
 from collector.extract import extract
 from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from collector.production import signals
 from collector.store import leases, production
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
@@ -20,7 +21,7 @@ from tests.spans import ToolStep, agent_turn, capture, to_request
 def record_all(engine: Engine) -> None:
     with engine.begin() as conn:
         ids = list(conn.execute(select(conversations.c.id)).scalars())
-        production.record(conn, leases.conversation_facts(conn, ids))
+        signals.record(conn, leases.conversation_facts(conn, ids))
 
 
 def test_late_calls_and_a_rekeyed_turn_are_counted_once(database_url: str) -> None:

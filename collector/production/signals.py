@@ -1,0 +1,86 @@
+"""Production signals, composed: each logical turn's contribution, from its reconciled calls.
+
+The worker calls `record` for the conversations it has just claimed (settled and changed), in
+its scoring transaction: their turns are read once through the scoring side's reconciled
+trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged; the
+ones scoring read, else read without results, whose values no count needs), and the store
+keeps each turn's contribution and adds the differences to the hourly buckets
+(`collector.store.production.replace_turns`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from sqlalchemy import Connection
+
+from collector.capture.merge import logical_turns
+from collector.production.counts import TurnSignal
+from collector.scorer import NOT_EXECUTED, build_trajectories
+from collector.store.leases import ConversationFacts, TurnOrder, trajectory_calls
+from collector.store.production import (
+    HOUR,
+    UNKNOWN,
+    VERSION_ATTRIBUTE,
+    KeptTurn,
+    TurnMeta,
+    replace_turns,
+    turn_meta,
+)
+from matcher import Trajectory
+
+
+def record(conn: Connection, facts: Sequence[ConversationFacts],
+           paths: Mapping[int, Trajectory] | None = None) -> None:
+    """Bring the signals of these conversations up to date with their stored turns and calls
+    (`paths`: trajectories the caller has read already, of some or all of them; the others
+    are read without their results, which signals never look at)."""
+    if not facts:
+        return
+    ids = sorted(f.id for f in facts)
+    order, meta = turn_meta(conn, ids)
+    missing = [cid for cid in ids if paths is None or cid not in paths]
+    if missing:  # as `scorer.trajectories(results=False)` reads them, over the turns read
+        calls = trajectory_calls(conn, missing, results=False)
+        paths = {**(paths or {}),
+                 **build_trajectories({cid: order[cid] for cid in missing}, calls)}
+    assert paths is not None
+    replace_turns(conn, ids, list(turn_signals(facts, order, meta, paths)))
+
+
+def turn_signals(facts: Sequence[ConversationFacts], order: TurnOrder,
+                 meta: Mapping[int, TurnMeta],
+                 paths: Mapping[int, Trajectory]) -> Iterable[KeptTurn]:
+    """Each logical turn with its key and signal (turns in start order, as scored)."""
+    names: dict[tuple[str, ...], str] = {}  # a turn's agents → the key's agent (few distinct)
+    for f in facts:
+        cid, service = f.id, f.service or UNKNOWN
+        version = f.attributes.get(VERSION_ATTRIBUTE)
+        version = str(version) if version is not None else UNKNOWN
+        for (stored, explicit), calls in zip(
+            logical_turns(order[cid]), paths[cid].turns, strict=True
+        ):
+            if stored is None or explicit is None:
+                first = stored if stored is not None else explicit
+                assert first is not None
+                start, agents, waiting = meta[first]
+            else:
+                first = stored
+                a, b = meta[stored], meta[explicit]
+                start, agents = min(a.start_ns, b.start_ns), a.agents + b.agents
+                waiting = a.pending + b.pending
+            agent = names.get(agents)
+            if agent is None:
+                agent = names[agents] = ",".join(sorted(set(agents)))
+            tools: dict[str, int] = {}
+            failed = unexecuted = 0
+            for call in calls:
+                tools[call.name] = tools.get(call.name, 0) + 1
+                if call.error is not None:
+                    if call.error == NOT_EXECUTED:
+                        unexecuted += 1
+                    else:
+                        failed += 1
+            signal = TurnSignal(len(calls), failed, unexecuted, waiting, tools)
+            yield KeptTurn(first, cid, (f.project, service, version, agent,
+                                        start // 1_000_000_000 // HOUR * HOUR), signal)
