@@ -84,13 +84,25 @@ class _Kept:
             self.by_id.setdefault(call.call_id, call.span_id)
 
     def fold(self, call: ToolCall, target: str) -> None:
-        self.alias[call.span_id] = target
         kept = self.calls[target]
-        merged = self.calls[target] = (
-            merge(call, kept) if _outcome(call) > _outcome(kept) else merge(kept, call))
+        if _outcome(call) > _outcome(kept):  # the duplicate is the call: the kept row folds in
+            self._rekey(target, call.span_id)
+            call, kept, target = kept, call, call.span_id
+        self.alias[call.span_id] = target
+        merged = self.calls[target] = merge(kept, call)
         self.canon.pop(target, None)
         if merged.call_id:
             self.by_id.setdefault(merged.call_id, target)
+
+    def _rekey(self, old: str, new: str) -> None:
+        """The kept call `old` is known as `new` from now on, in its place (rare: an answer
+        folding a waiting row, `_outcome`)."""
+        self.calls = {new if k == old else k: v for k, v in self.calls.items()}
+        self.alias = {k: new if v == old else v for k, v in self.alias.items()}
+        self.by_id = {k: new if v == old else v for k, v in self.by_id.items()}
+        for names in self.by_name.values():
+            names[:] = [new if s == old else s for s in names]
+        self.canon.pop(old, None)
 
     def named(self, name: str) -> list[ToolCall]:
         return [self.calls[s] for s in self.by_name.get(name, ())]
