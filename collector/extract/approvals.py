@@ -158,12 +158,12 @@ def _langchain_hitl(span: SpanView) -> list[_Found]:
         return [(c["name"], c.get("id"), c.get("args"), PENDING, None)
                 for c in (_tool_calls(messages[-1]) if messages else [])]
     messages = _messages(span, "output.value")
-    asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
+    asked = _by_id([c for m in messages for c in _tool_calls(m)], "id")
     found: list[_Found] = []
     for m in messages:
         data = m["data"]
         if m.get("type") == "tool" and data.get("status") == "error" \
-                and data.get("tool_call_id") in asked:
+                and _text(data.get("tool_call_id")) in asked:
             c, content = asked[data["tool_call_id"]], data.get("content")
             found.append((c["name"], c.get("id"), c.get("args"), REJECTED,
                           f"rejected: {content}" if isinstance(content, str) else "rejected"))
@@ -194,15 +194,16 @@ def _pydantic_ai_denied(span: SpanView) -> list[_Found]:
         return []
     value, _ = decode(params)
     tools = value.get("function_tools") if isinstance(value, dict) else None
-    gated = {t.get("name") for t in _dicts(tools) if t.get("kind") == "unapproved"}
+    gated = {_text(t.get("name")) for t in _dicts(tools) if t.get("kind") == "unapproved"} - {None}
     parts = _message_parts(_this_turn(decode(span.attributes.get("gen_ai.input.messages"))[0]))
-    asked = {p.get("id"): p for p in parts if p.get("type") == "tool_call"}
+    asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
     found: list[_Found] = []
     for p in parts:
-        if p.get("type") == "tool_call_response" and p.get("name") in gated:
+        if p.get("type") == "tool_call_response" and _text(p.get("name")) in gated:
             result = p.get("result")
             found.append((p.get("name"), p.get("id"),
-                          as_arguments(asked.get(p.get("id"), {}).get("arguments"))[0], REJECTED,
+                          as_arguments(asked.get(_text(p.get("id")), {}).get("arguments"))[0],
+                          REJECTED,
                           f"rejected: {result}" if isinstance(result, str) else "rejected"))
     return found
 
@@ -307,13 +308,13 @@ def _ai_sdk(span: SpanView) -> list[_Found]:
     if operation != "chat" or not isinstance(text, str) or '"denied":true' not in text:
         return []
     parts = _message_parts(_this_turn(decode(text)[0]))
-    asked = {p.get("id"): p for p in parts if p.get("type") == "tool_call"}
+    asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
     found: list[_Found] = []
     for p in parts:
         response = p.get("response")
         if p.get("type") == "tool_call_response" and isinstance(response, dict) \
                 and response.get("denied") is True and set(response) <= _AI_SDK_DENIED:
-            call = asked.get(p.get("id"), {})
+            call = asked.get(_text(p.get("id")), {})
             found.append((call.get("name"), p.get("id"), as_arguments(call.get("arguments"))[0],
                           REJECTED, "rejected"))
     return found
@@ -343,6 +344,21 @@ def _ai_sdk_legacy(span: SpanView) -> list[_Found]:
 def _dicts(value: Any) -> list[dict[str, Any]]:
     """The objects of a JSON array (nothing for anything else)."""
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    """A string id as itself; anything else (a malformed span's list or object) as None."""
+    return value if isinstance(value, str) else None
+
+
+def _by_id(items: list[dict[str, Any]], key: str) -> dict[str | None, dict[str, Any]]:
+    """Objects by their string `key` (the first of each id; others are not indexed, so a
+    lookup of `_text(...)`, None for a malformed id, finds nothing)."""
+    found: dict[str | None, dict[str, Any]] = {}
+    for item in items:
+        if (k := _text(item.get(key))) is not None:
+            found.setdefault(k, item)
+    return found
 
 
 MASTRA_SCOPE = "@mastra/otel-exporter"
@@ -383,12 +399,12 @@ def _strands_cancelled(span: SpanView) -> list[_Found]:
         if not isinstance(text, str) or '"error"' not in text:
             continue
         uses = [b.get("toolUse") for b in _dicts(decode(e.attributes.get("message"))[0])]
-        asked = {u.get("toolUseId"): u for u in uses if isinstance(u, dict)}
+        asked = _by_id([u for u in uses if isinstance(u, dict)], "toolUseId")
         for block in _dicts(decode(text)[0]):
             result = block.get("toolResult")
             if not isinstance(result, dict) or result.get("status") != "error":
                 continue
-            use = asked.get(result.get("toolUseId"), {})
+            use = asked.get(_text(result.get("toolUseId")), {})
             content = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict)]
             message = " ".join(t for t in content if isinstance(t, str))
             found.append((use.get("name"), result.get("toolUseId"), use.get("input"), REJECTED,

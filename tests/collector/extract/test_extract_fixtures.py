@@ -203,6 +203,11 @@ def test_request_executed_in_a_later_turn_was_pending() -> None:
     ]
 
 
+# garbage: ids and names that are no strings (unhashable), in a tool answer saying "denied"
+UNHASHABLE = ('[{"role": "tool", "parts": [{"type": "tool_call_response", "id": [1], "name": ["x"],'
+              ' "response": {"denied": true}}, {"type": "tool_call", "id": {}, "name": []}]}]')
+
+
 @pytest.mark.parametrize(("name", "span_name", "key"), [
     ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "input.value"),
     ("langchain_agent_approval", "HumanInTheLoopMiddleware.after_model", "output.value"),
@@ -218,7 +223,8 @@ def test_request_executed_in_a_later_turn_was_pending() -> None:
     ("mastra_otel", "invoke_agent travel_assistant", "mastra.agent_run.output"),
     ("mastra_otel", "invoke_agent travel_assistant", "mastra.agent_run.input"),
 ])
-@pytest.mark.parametrize("garbage", ['{"calls": [', '{"messages": 3}', "[1, null, {}]", ""])
+@pytest.mark.parametrize("garbage", ['{"calls": [', '{"messages": 3}', "[1, null, {}]", "",
+                                     UNHASHABLE])
 def test_malformed_approval_marks_are_ignored(
         name: str, span_name: str, key: str, garbage: str) -> None:
     """The spans that say a call waits or was refused, with that attribute cut or mangled:
@@ -286,3 +292,23 @@ def test_a_tool_span_wins_over_a_refusal_read_from_messages() -> None:
     assert [as_expected(t) for t in turns] == expected_turns(expected)
     (fx,) = [c for t in turns for c in t if c.call_id == "call_fx"]
     assert fx.executed and fx.status == "error" and "rejected" not in (fx.error or "")
+
+
+@pytest.mark.parametrize("garbage", ['[{"toolResult": {"toolUseId": [1], "status": "error"}}]',
+                                     '[{"toolResult": 3}, 1]', "[", ""])
+def test_malformed_strands_refusal_is_ignored(garbage: str) -> None:
+    """Strands' refusal is read from the cycle's `gen_ai.choice` event: mangled, it neither fails
+    nor invents a call (the refused call is then only its request, never executed)."""
+    request, _ = load("strands_approval")
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                for event in span.events if span.name == "execute_event_loop_cycle" else ():
+                    for a in event.attributes:
+                        if event.name == "gen_ai.choice" and a.key in ("tool.result", "message"):
+                            a.value.string_value = garbage
+    batch = extract(request)
+    assert batch.rejected == () and batch.unextracted == ()
+    turns = turns_of(batch)
+    assert [[(c.call_id, c.status) for c in t] for t in turns[2:4]] == [
+        [("call_del_bob", "pending")], []]
