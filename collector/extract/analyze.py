@@ -125,8 +125,9 @@ class _Pass:
         # Without explain, a span's note is written and never read: one scratch note serves.
         note = SpanNote(span.trace_id, span.span_id, span.parent_span_id, span.name, "span",
                         span.start_ns) if self.explain else self.scratch
-        contributed = (self._tool(span, note) or self._llm(span, note)
-                       or self._approval(span, note))
+        # a model call's input may also answer an approval (AI SDK 7: the refusal): both read
+        contributed = self._tool(span, note) or (self._llm(span, note)
+                                                 | self._approval(span, note))
         acc = self.traces.get(span.trace_id)
         if acc is None:
             acc = self.traces[span.trace_id] = TraceAccumulator(span.trace_id)
@@ -179,7 +180,8 @@ class _Pass:
         calls = interrupt_calls(span)
         if not calls:
             return False
-        note.kind = "approval"
+        if note.kind == "span":
+            note.kind = "approval"
         self.executions.setdefault(span.trace_id, []).extend(calls)
         if self.explain:
             note.notes.extend(f"call {describe(c)} ({c.status})" for c in calls)

@@ -20,8 +20,7 @@ second tool span with the same call id in a later turn. Two ways to tell:
   `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
   neither a result nor an error was the call waiting, not an execution; so was an earlier
-  request that no span executed (AI SDK 7 `toolApproval`, capture `tests/captures/vercel_ai_7`:
-  the asking turn has the model's request only, the approved call runs in the next turn);
+  request that no span executed (a run stopped before the tool, its own mark hidden);
 - LangChain 1.x `HumanInTheLoopMiddleware` (LangGraph interrupts) runs no tool span while it
   waits: its `HumanInTheLoopMiddleware.after_model` node span (OpenInference CHAIN) records
   the interrupt as an `exception` event `langgraph.errors.GraphInterrupt`, and its
@@ -34,8 +33,8 @@ second tool span with the same call id in a later turn. Two ways to tell:
   ends with a `DeferredToolRequests` output, which its `invoke_agent` span writes as
   `final_result` (`{"calls": [...], "approvals": [{"tool_name", "args", "tool_call_id"}]}`,
   pydantic-ai 2.68; capture `tests/captures/pydantic_ai_approval`). A `ToolDenied` answer is
-  only a `tool_call_response` in the resumed run's messages with no tool span, which looks
-  like any tool return: not read (the call stays pending);
+  a `tool_call_response` in the resumed run's chat input to a tool of kind `unapproved`
+  (`model_request_parameters`), with no tool span: rejected (`_pydantic_ai_denied`);
 - Microsoft Agent Framework `@tool(approval_mode="always_require")`: the asking run runs no tool
   span; its `invoke_agent` span's `gen_ai.output.messages` carries a `function_approval_request`
   part (with the `function_call`: `call_id`, `name`, `arguments`), and the resumed run's
@@ -47,7 +46,18 @@ second tool span with the same call id in a later turn. Two ways to tell:
   `finish_reason=interrupt` and the interrupts (Python repr) whose ids carry the tool use id,
   not the tool's name: a pending row with the id alone, named by the request it pairs with
   (strands-agents 1.62; capture `tests/captures/strands_approval`). A `cancel_tool` refusal runs
-  no tool span and is not told apart from an error result: not read.
+  no tool span: the cycle's `gen_ai.choice` event has its error toolResult (`_strands_cancelled`);
+- Vercel AI SDK 7 `toolApproval` (`@ai-sdk/otel` 1.0, both integrations): the asking run ends
+  with finish reason `tool-calls` on its root and the request in its output, no tool span
+  (pending); a refusal is an `execution-denied` tool result in the next run's model input
+  (rejected); the approved call runs in the next run (capture `tests/captures/vercel_ai_7*`);
+- Mastra `requireApproval` (`@mastra/otel-exporter` 1.4): the asking `agent_run` span's output
+  says `suspended` / `tool-call-approval` with the call id (pending); a decline resumes as a
+  nested `agent_run` in the same trace whose input is `{"approved": false, ...}` (rejected);
+  an approval runs the tool span there (capture `tests/captures/mastra_otel`).
+
+Several of these read a waiting or refused call from a run's messages; a tool span of the same
+call in the same trace wins over them (`dedup`: executed over refused over waiting).
 
 An approval that never comes stays pending. The plumbing call that asks the user
 (`adk_request_confirmation`) is filtered with the rest of the framework plumbing (`analyze`).
@@ -136,8 +146,9 @@ def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
         if isinstance(calls, list) else []
 
 
-# (name, call id, arguments, status, error) of one waiting or refused call
-_Found = tuple[str, Any, Any, str, "str | None"]
+# (name, call id, arguments, status, error) of one waiting or refused call; a name that is
+# not a string (absent from a malformed span) drops the call
+_Found = tuple[Any, Any, Any, str, "str | None"]
 
 
 def _langchain_hitl(span: SpanView) -> list[_Found]:
@@ -147,12 +158,12 @@ def _langchain_hitl(span: SpanView) -> list[_Found]:
         return [(c["name"], c.get("id"), c.get("args"), PENDING, None)
                 for c in (_tool_calls(messages[-1]) if messages else [])]
     messages = _messages(span, "output.value")
-    asked = {c.get("id"): c for m in messages for c in _tool_calls(m)}
+    asked = _by_id([c for m in messages for c in _tool_calls(m)], "id")
     found: list[_Found] = []
     for m in messages:
         data = m["data"]
         if m.get("type") == "tool" and data.get("status") == "error" \
-                and data.get("tool_call_id") in asked:
+                and _text(data.get("tool_call_id")) in asked:
             c, content = asked[data["tool_call_id"]], data.get("content")
             found.append((c["name"], c.get("id"), c.get("args"), REJECTED,
                           f"rejected: {content}" if isinstance(content, str) else "rejected"))
@@ -173,19 +184,47 @@ def _pydantic_ai_deferred(span: SpanView) -> list[_Found]:
         if isinstance(approvals, list) else []
 
 
+def _pydantic_ai_denied(span: SpanView) -> list[_Found]:
+    """A resumed run's model call: this turn's `tool_call_response` to a tool that needs approval
+    (`kind: "unapproved"` in its `model_request_parameters`) answers the user's decision. A
+    `ToolDenied` runs no tool span, so it is a refusal unless a tool span ran the call (the
+    approved one; `dedup` keeps the execution)."""
+    params = span.attributes.get("model_request_parameters")
+    if not isinstance(params, str) or '"unapproved"' not in params:
+        return []
+    value, _ = decode(params)
+    tools = value.get("function_tools") if isinstance(value, dict) else None
+    gated = {_text(t.get("name")) for t in _dicts(tools) if t.get("kind") == "unapproved"} - {None}
+    parts = _message_parts(_this_turn(decode(span.attributes.get("gen_ai.input.messages"))[0]))
+    asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
+    found: list[_Found] = []
+    for p in parts:
+        if p.get("type") == "tool_call_response" and _text(p.get("name")) in gated:
+            result = p.get("result")
+            found.append((p.get("name"), p.get("id"),
+                          as_arguments(asked.get(_text(p.get("id")), {}).get("arguments"))[0],
+                          REJECTED,
+                          f"rejected: {result}" if isinstance(result, str) else "rejected"))
+    return found
+
+
 AGENT_FRAMEWORK_SCOPE = "agent_framework"
+
+
+def _message_parts(messages: Any) -> list[dict[str, Any]]:
+    """The parts of GenAI-convention messages (`[{"role", "parts": [...]}]`)."""
+    parts: list[Any] = []
+    for m in messages if isinstance(messages, list) else []:
+        mine = m.get("parts") if isinstance(m, dict) else None
+        parts.extend(mine if isinstance(mine, list) else [])
+    return [p for p in parts if isinstance(p, dict)]
 
 
 def _parts(span: SpanView, key: str, kind: str) -> list[dict[str, Any]]:
     text = span.attributes.get(key)
     if not isinstance(text, str) or kind not in text:
         return []  # most spans: no need to decode their messages
-    messages, _ = decode(text)
-    parts: list[Any] = []
-    for m in messages if isinstance(messages, list) else []:
-        mine = m.get("parts") if isinstance(m, dict) else None
-        parts.extend(mine if isinstance(mine, list) else [])
-    return [p for p in parts if isinstance(p, dict) and p.get("type") == kind
+    return [p for p in _message_parts(decode(text)[0]) if p.get("type") == kind
             and isinstance(p.get("function_call"), dict)]
 
 
@@ -200,7 +239,7 @@ def _agent_framework(span: SpanView) -> list[_Found]:
     refused = [found(p, REJECTED) for p in _parts(span, "gen_ai.input.messages",
                                                   "function_approval_response")
                if p.get("approved") is False]
-    return [f for f in (*asked, *refused) if isinstance(f[0], str)]
+    return [*asked, *refused]
 
 
 STRANDS_SCOPE = "strands.telemetry.tracer"
@@ -220,6 +259,159 @@ def _strands_interrupt(span: SpanView) -> list[_Found]:
     return []
 
 
+# Vercel AI SDK 7 (`ai` 7.0, `@ai-sdk/otel` 1.0): `OpenTelemetry` traces as "gen_ai" (GenAI
+# conventions), `LegacyOpenTelemetry` as "ai" (the `ai.*` spans).
+AI_SDK_SCOPE = "gen_ai"
+AI_SDK_LEGACY_SCOPE = "ai"
+AI_SDK_ROOTS = frozenset({"ai.generateText", "ai.streamText"})
+AI_SDK_LEGACY_LLM = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
+# `@ai-sdk/otel`'s rendering of an `execution-denied` tool result: `{denied: true, reason}`
+_AI_SDK_DENIED = frozenset({"denied", "reason"})
+
+
+_TOOL_ANSWERS = frozenset({"tool_call_response", "tool-result"})
+
+
+def _said_by_user(message: dict[str, Any]) -> bool:
+    """A user message that is not only tool results (Pydantic AI sends those as `user`)."""
+    parts = message.get("parts", message.get("content"))
+    return message.get("role") == "user" and not (
+        isinstance(parts, list) and parts
+        and all(isinstance(p, dict) and p.get("type") in _TOOL_ANSWERS for p in parts))
+
+
+def _this_turn(messages: Any) -> list[dict[str, Any]]:
+    """The messages after the user's last one: what this turn added to the history (a model
+    call's input repeats the whole conversation; a resumed run adds no user message)."""
+    if not isinstance(messages, list):
+        return []
+    mine = [m for m in messages if isinstance(m, dict)]
+    last = max((i for i, m in enumerate(mine) if _said_by_user(m)), default=-1)
+    return mine[last + 1:]
+
+
+def _ai_sdk(span: SpanView) -> list[_Found]:
+    """A run that ended on tool calls it did not execute (finish reason `tool-calls` on the
+    run's root: `toolApproval` stopped it, or a tool the app runs itself) is waiting: its
+    calls are pending (a call its tool span ran stays executed, `dedup`). A model call whose
+    input answers a call of this turn with `execution-denied` (the user's
+    `tool-approval-response` said `approved: false`) shows the refusal: rejected."""
+    attrs = span.attributes
+    operation = attrs.get("gen_ai.operation.name")
+    if operation == "invoke_agent" and span.parent_span_id is None:
+        if attrs.get("gen_ai.response.finish_reasons") != ["tool-calls"]:
+            return []
+        messages, _ = decode(attrs.get("gen_ai.output.messages"))
+        return [(p.get("name"), p.get("id"), as_arguments(p.get("arguments"))[0], PENDING, None)
+                for p in _message_parts(messages) if p.get("type") == "tool_call"]
+    text = attrs.get("gen_ai.input.messages")
+    if operation != "chat" or not isinstance(text, str) or '"denied":true' not in text:
+        return []
+    parts = _message_parts(_this_turn(decode(text)[0]))
+    asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
+    found: list[_Found] = []
+    for p in parts:
+        response = p.get("response")
+        if p.get("type") == "tool_call_response" and isinstance(response, dict) \
+                and response.get("denied") is True and set(response) <= _AI_SDK_DENIED:
+            call = asked.get(_text(p.get("id")), {})
+            found.append((call.get("name"), p.get("id"), as_arguments(call.get("arguments"))[0],
+                          REJECTED, "rejected"))
+    return found
+
+
+def _ai_sdk_legacy(span: SpanView) -> list[_Found]:
+    """`_ai_sdk` on the `ai.*` spans: the root `ai.generateText` has `ai.response.finishReason`
+    and `ai.response.toolCalls`; a `doGenerate` span's `ai.prompt.messages` has the refusal as
+    a `tool-result` whose output is `{"type": "execution-denied"}`."""
+    attrs = span.attributes
+    if span.parent_span_id is None and attrs.get("ai.operationId") in AI_SDK_ROOTS:
+        if attrs.get("ai.response.finishReason") != "tool-calls":
+            return []
+        return [(c.get("toolName"), c.get("toolCallId"), as_arguments(c.get("input"))[0],
+                 PENDING, None) for c in _dicts(decode(attrs.get("ai.response.toolCalls"))[0])]
+    text = attrs.get("ai.prompt.messages")
+    if attrs.get("ai.operationId") not in AI_SDK_LEGACY_LLM or not isinstance(text, str) \
+            or "execution-denied" not in text:
+        return []
+    parts = [p for m in _this_turn(decode(text)[0]) if m.get("role") == "tool"
+             for p in _dicts(m.get("content"))]
+    return [(p.get("toolName"), p.get("toolCallId"), None, REJECTED, "rejected")
+            for p in parts if p.get("type") == "tool-result"
+            and isinstance(p.get("output"), dict) and p["output"].get("type") == "execution-denied"]
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The objects of a JSON array (nothing for anything else)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    """A string id as itself; anything else (a malformed span's list or object) as None."""
+    return value if isinstance(value, str) else None
+
+
+def _by_id(items: list[dict[str, Any]], key: str) -> dict[str | None, dict[str, Any]]:
+    """Objects by their string `key` (the first of each id; others are not indexed, so a
+    lookup of `_text(...)`, None for a malformed id, finds nothing)."""
+    found: dict[str | None, dict[str, Any]] = {}
+    for item in items:
+        if (k := _text(item.get(key))) is not None:
+            found.setdefault(k, item)
+    return found
+
+
+MASTRA_SCOPE = "@mastra/otel-exporter"
+
+
+def _mastra(span: SpanView) -> list[_Found]:
+    """Mastra `requireApproval` tools: the asking run's `agent_run` output is
+    `{"status": "suspended", "reason": "tool-call-approval", "toolName", "toolCallId"}`
+    (pending); `declineToolCallGenerate` resumes as a nested `agent_run` whose input is
+    `{"approved": false, "toolName", "toolCallId"}` (rejected; an approval's `true` is followed
+    by the call's own tool span)."""
+    output, _ = decode(span.attributes.get("mastra.agent_run.output"))
+    found: list[_Found] = []
+    if isinstance(output, dict) and output.get("status") == "suspended" \
+            and output.get("reason") == "tool-call-approval":
+        found.append((output.get("toolName"), output.get("toolCallId"), None, PENDING, None))
+    answer, _ = decode(span.attributes.get("mastra.agent_run.input"))
+    if isinstance(answer, dict) and answer.get("approved") is False:
+        reason = answer.get("reason")
+        found.append((answer.get("toolName"), answer.get("toolCallId"), None, REJECTED,
+                      f"rejected: {reason}" if isinstance(reason, str) else "rejected"))
+    return found
+
+
+STRANDS_CYCLE = "execute_event_loop_cycle"
+
+
+def _strands_cancelled(span: SpanView) -> list[_Found]:
+    """Strands' `cancel_tool` (a `BeforeToolCallEvent` hook's refusal, as on a "no" to an
+    interrupt): the tool runs no span (strands 1.62 `tools/executors/_executor.py` answers before
+    the span is started), and the cycle's `gen_ai.choice` event has the call in `message` and an
+    `error` toolResult with the hook's message in `tool.result`. Each error result becomes a
+    refused row; a tool span that ran the call wins over it (`dedup`), so a failing tool stays
+    a failed execution."""
+    found: list[_Found] = []
+    for e in span.events:
+        text = e.attributes.get("tool.result") if e.name == "gen_ai.choice" else None
+        if not isinstance(text, str) or '"error"' not in text:
+            continue
+        uses = [b.get("toolUse") for b in _dicts(decode(e.attributes.get("message"))[0])]
+        asked = _by_id([u for u in uses if isinstance(u, dict)], "toolUseId")
+        for block in _dicts(decode(text)[0]):
+            result = block.get("toolResult")
+            if not isinstance(result, dict) or result.get("status") != "error":
+                continue
+            use = asked.get(_text(result.get("toolUseId")), {})
+            content = [c.get("text") for c in result.get("content") or [] if isinstance(c, dict)]
+            message = " ".join(t for t in content if isinstance(t, str))
+            found.append((use.get("name"), result.get("toolUseId"), use.get("input"), REJECTED,
+                          f"rejected: {message}" if message else "rejected"))
+    return found
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
@@ -228,17 +420,28 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     the run ended with (its `approvals`; the `calls` to execute externally are not approvals),
     or Agent Framework's `invoke_agent` span (a `function_approval_request` part in its output
     messages: pending; a `function_approval_response` with `approved: false` in its input
-    messages: rejected)
-    [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    messages: rejected), or the Pydantic AI, Strands, AI SDK 7 and Mastra spans the module
+    docstring names; [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
     if span.name == LANGCHAIN_HITL_NODE:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
         found, convention = _pydantic_ai_deferred(span), "genai"
+    elif span.scope == PYDANTIC_AI_SCOPE and "model_request_parameters" in span.attributes:
+        found, convention = _pydantic_ai_denied(span), "genai"
     elif span.scope == STRANDS_SCOPE and span.parent_span_id is None and span.events:
         found, convention = _strands_interrupt(span), "genai"
+    elif span.scope == STRANDS_SCOPE and span.events and (
+            span.attributes.get("gen_ai.operation.name") == STRANDS_CYCLE):
+        found, convention = _strands_cancelled(span), "genai"
     elif span.scope == AGENT_FRAMEWORK_SCOPE and (
             span.attributes.get("gen_ai.operation.name") == "invoke_agent"):
         found, convention = _agent_framework(span), "genai"
+    elif span.scope == AI_SDK_SCOPE:
+        found, convention = _ai_sdk(span), "genai"
+    elif span.scope == AI_SDK_LEGACY_SCOPE:
+        found, convention = _ai_sdk_legacy(span), "genai"
+    elif span.scope == MASTRA_SCOPE and span.attributes.get("mastra.span.type") == "agent_run":
+        found, convention = _mastra(span), "genai"
     else:
         return []
     return [
@@ -250,4 +453,5 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
             convention=convention, attributes=span.attributes,
         )
         for j, (name, call_id, arguments, status, error) in enumerate(found)
+        if isinstance(name, str)
     ]

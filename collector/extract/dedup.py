@@ -10,7 +10,8 @@
 - two instrumentations of one call: same name and canonical arguments, overlapping in time,
   not siblings (two siblings are two parallel calls).
 
-The outer (earlier) span is kept; fields it lacks are filled from the duplicate.
+The outer (earlier) span is kept; fields it lacks are filled from the duplicate; but a row that
+knows more of the call's fate wins (`_outcome`: executed over refused over waiting).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from collector.extract.approvals import PENDING, REJECTED, unexecuted
 from collector.extract.decoding import canonical, unknown_arguments
 from collector.model import ToolCall
 
@@ -42,7 +44,9 @@ def merge(primary: ToolCall, other: ToolCall) -> ToolCall:
     arguments, raw = primary.arguments, primary.arguments_raw
     if unknown_arguments(arguments) and not unknown_arguments(other.arguments):
         arguments, raw = other.arguments, other.arguments_raw
-    error = primary.error or other.error
+    # a duplicate that did not run (pending, refused) lends no error to an execution
+    error = primary.error or (None if unexecuted(other) and not unexecuted(primary)
+                              else other.error)
     return dataclasses.replace(
         primary,
         call_id=primary.call_id or other.call_id,
@@ -50,7 +54,8 @@ def merge(primary: ToolCall, other: ToolCall) -> ToolCall:
         arguments_raw=raw,
         result=primary.result if primary.result is not None else other.result,
         error=error,
-        status="error" if error else primary.status,
+        # a refusal's error says it was refused: it stays `rejected`
+        status="error" if error and not unexecuted(primary) else primary.status,
     )
 
 
@@ -79,11 +84,25 @@ class _Kept:
             self.by_id.setdefault(call.call_id, call.span_id)
 
     def fold(self, call: ToolCall, target: str) -> None:
+        kept = self.calls[target]
+        if _outcome(call) > _outcome(kept):  # the duplicate is the call: the kept row folds in
+            self._rekey(target, call.span_id)
+            call, kept, target = kept, call, call.span_id
         self.alias[call.span_id] = target
-        merged = self.calls[target] = merge(self.calls[target], call)
+        merged = self.calls[target] = merge(kept, call)
         self.canon.pop(target, None)
         if merged.call_id:
             self.by_id.setdefault(merged.call_id, target)
+
+    def _rekey(self, old: str, new: str) -> None:
+        """The kept call `old` is known as `new` from now on, in its place (rare: an answer
+        folding a waiting row, `_outcome`)."""
+        self.calls = {new if k == old else k: v for k, v in self.calls.items()}
+        self.alias = {k: new if v == old else v for k, v in self.alias.items()}
+        self.by_id = {k: new if v == old else v for k, v in self.by_id.items()}
+        for names in self.by_name.values():
+            names[:] = [new if s == old else s for s in names]
+        self.canon.pop(old, None)
 
     def named(self, name: str) -> list[ToolCall]:
         return [self.calls[s] for s in self.by_name.get(name, ())]
@@ -93,6 +112,14 @@ class _Kept:
         if span_id not in self.canon:
             self.canon[span_id] = _canon(self.calls[span_id])
         return self.canon[span_id]
+
+
+def _outcome(call: ToolCall) -> int:
+    """What a row knows of the call's fate: it waits (0) < it was refused (1) < it ran (2).
+    The row that knows most is the call: a call that waited and was answered in the same trace
+    (Mastra resumes inside the asking run) is the answer; a refusal read from a run's messages
+    (`approvals`) is no refusal where a tool span ran the call."""
+    return 0 if call.status == PENDING else 1 if call.status == REJECTED else 2
 
 
 def _canon(call: ToolCall) -> str | None:

@@ -162,10 +162,10 @@ const expected = {
     { calls: [] },
     // the asking run and its approved resumption are one trace (the resumed run is a nested invoke_agent)
     { calls: [c('delete_account', { login: 'alice' }, 0, 'call_del_alice')] },
-    // declined in the same trace: no tool span; the decline is only in the nested run's input
-    { calls: [c('delete_account', { login: 'bob' }, 0, 'call_del_bob', { status: 'requested', tool_span: false })] },
-    // never answered: the run ends suspended (its agent_run output says so)
-    { calls: [c('delete_account', { login: 'carol' }, 0, 'call_del_carol', { status: 'requested', tool_span: false })] },
+    // declined in the same trace: no tool span; the nested run's agent_run input is {approved: false, toolCallId}
+    { calls: [c('delete_account', { login: 'bob' }, 0, 'call_del_bob', { error: true, status: 'rejected' })] },
+    // never answered: the run ends suspended (its agent_run output {status: suspended, reason: tool-call-approval})
+    { calls: [c('delete_account', { login: 'carol' }, 0, 'call_del_carol', { status: 'pending' })] },
   ],
   user_answers: { call_del_alice: 'approved', call_del_bob: 'declined', call_del_carol: null },
   notes: 'MockLanguageModelV4 scripted (doGenerate); agent.generate with maxSteps 5; one generate = one trace, and an '
@@ -174,9 +174,10 @@ const expected = {
     + 'mastra.metadata.threadId) on every span. The model\'s tool calls are only in child model_chunk spans of chat '
     + '(mastra.model_chunk.output {toolName, toolCallId, toolInput}). Tools run one after another (parallel calls do not '
     + 'overlap). convert_currency throws: status ERROR, error.type unknown, exception event; the loop continues. '
-    + 'Approval: requireApproval on delete_account; a request never executed is status requested (Mastra says '
-    + "suspended / approved:false only in agent_run input/output, which tooltrail does not read); tool_span false: "
-    + 'no tool span shows the call.',
+    + 'Approval: requireApproval on delete_account; the asking run\'s agent_run output is {status: suspended, '
+    + 'reason: tool-call-approval, toolName, toolCallId} (pending), a decline resumes as a nested agent_run whose '
+    + 'input is {approved: false, toolName, toolCallId} and runs no tool span (rejected); an approval runs the '
+    + 'call\'s execute_tool span in the same trace (executed).',
 };
 writeFileSync(HERE + 'expected.json', JSON.stringify(expected, null, 2) + '\n');
 console.log('spans:', spans.length);

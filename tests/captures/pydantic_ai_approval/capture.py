@@ -8,7 +8,7 @@ AI's own `conversation_id=` run argument, the same for every run. Tracing: the `
 capability with `include_content=True` (as `pydantic_ai` here).
 
   turn 1: delete_account(alice) requested, waits      turn 2: approved → executed
-  turn 3: delete_account(bob) requested, waits        turn 4: denied (no tool span: not seen)
+  turn 3: delete_account(bob) requested, waits        turn 4: denied (no tool span: rejected)
   turn 5: delete_account(carol) requested, waits — no answer ever comes
 """
 from __future__ import annotations
@@ -114,9 +114,9 @@ expected = {
         {"calls": [req("alice", "pending")]},
         {"calls": [req("alice", "ok")]},
         {"calls": [req("bob", "pending")]},
-        # The denial is only a tool_call_response (ToolDenied's message) in the resumed run's
-        # messages, with no tool span: in the spans it looks like any tool return.
-        {"calls": []},
+        # The denial is a tool_call_response (ToolDenied's message) in the resumed run's chat
+        # input, to a tool of kind "unapproved" (model_request_parameters), with no tool span.
+        {"calls": [req("bob", "rejected")]},
         {"calls": [req("carol", "pending")]},
     ],
     "user_answers": {"call_del_alice": "approved", "call_del_bob": "denied", "call_del_carol": None},
@@ -125,7 +125,8 @@ expected = {
         "back as DeferredToolResults(approvals={call_id: True | ToolDenied}) in a new run with the "
         "message history and the same conversation_id. The last request is never answered. The "
         "asking run has no tool span; its invoke_agent span's final_result is the DeferredToolRequests. "
-        "bob's denial runs no tool and is in no span as a denial (turn 4 has no call)."
+        "bob's denial runs no tool: turn 4's chat span input answers call_del_bob with ToolDenied's "
+        "message (a tool_call_response to an approval-gated tool, and no execute_tool span of it)."
     ),
 }
 _common.write_otlp(HERE, exporter.get_finished_spans())

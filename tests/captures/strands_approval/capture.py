@@ -7,7 +7,7 @@ hook sets `event.cancel_tool` when the answer is no. Conversation, model and ses
 `strands` (`trace_attributes={"session.id": ...}`, FileSessionManager, a scripted `Model`).
 
   turn 1: delete_account(alice) requested, waits      turn 2: approved → executed
-  turn 3: delete_account(bob) requested, waits        turn 4: refused (cancel_tool; not seen)
+  turn 3: delete_account(bob) requested, waits        turn 4: refused (cancel_tool: rejected)
   turn 5: delete_account(carol) requested, waits — no answer ever comes
 """
 from __future__ import annotations
@@ -152,9 +152,9 @@ expected = {
         {"calls": [req("alice", "pending")]},
         {"calls": [req("alice", "ok")]},
         {"calls": [req("bob", "pending")]},
-        # cancel_tool runs no tool span; its error toolResult (in the event-loop cycle's
-        # gen_ai.choice event) looks like any failed tool's: not seen as the refusal.
-        {"calls": []},
+        # cancel_tool runs no tool span; its error toolResult is in the event-loop cycle's
+        # gen_ai.choice event (`tool.result`), with no execute_tool span of the call.
+        {"calls": [req("bob", "rejected")]},
         {"calls": [req("carol", "pending")]},
     ],
     "user_answers": {"call_del_alice": "yes", "call_del_bob": "no", "call_del_carol": None},
@@ -162,8 +162,9 @@ expected = {
         "BeforeToolCallEvent hook with event.interrupt(); answers as interruptResponse content "
         "in the next agent(...) call; a no sets event.cancel_tool. The last interrupt is never answered. "
         "The asking run has no tool span: the root's gen_ai.choice event (finish_reason=interrupt) "
-        "names the interrupt ids v1:before_tool_call:{toolUseId}:... The refusal runs no tool span "
-        "(turn 4 has no call)."
+        "names the interrupt ids v1:before_tool_call:{toolUseId}:... The refusal runs no tool span: "
+        "turn 4's first cycle span's gen_ai.choice event has the toolUse and an error toolResult "
+        "with the hook's cancel message."
     ),
 }
 _common.write_otlp(OUT, exporter.get_finished_spans())

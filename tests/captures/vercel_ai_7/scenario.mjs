@@ -102,20 +102,23 @@ export async function converse({ ai, MockLanguageModelV4, callOptions, around = 
 export function expected({ integration, versions, convId, sessionNote }) {
   const LEGACY = integration === 'LegacyOpenTelemetry';
   const c = (name, args, step, call_id, extra = {}) => ({ name, arguments: args, error: false, step, call_id, ...extra });
-  // The approval turns as the trace shows them. The asking turn's span says nothing of an approval
-  // (the chat span's output is a plain tool_call; `tool-approval-request` appears, empty, only in
-  // later turns' input history), so a request never executed is `requested`. An approved call
-  // executed in the next turn under the same call id was `pending` in the asking turn; under
-  // LegacyOpenTelemetry that execution exports no span (its onToolExecutionStart needs a step span,
-  // and the approved call runs before the first step), so the capture cannot show it.
+  // The approval turns as the trace shows them. The asking run ends on the request it did not
+  // execute (invoke_agent / ai.generateText finish reason `tool-calls`): pending. The approved call
+  // runs in the next generateText under the same call id; under LegacyOpenTelemetry that execution
+  // exports no span (its onToolExecutionStart needs a step span, and the approved call runs before
+  // the first step), so the capture cannot show it. A denial is the next run's model input: an
+  // `execution-denied` tool result (@ai-sdk/otel: tool_call_response {denied: true}): rejected.
   const alice = { login: 'alice' };
+  const asked = (login) => c('delete_account', { login }, 0, `call_del_${login}`, { status: 'pending' });
   const approvalTurns = LEGACY ? [
-    { calls: [c('delete_account', alice, 0, 'call_del_alice', { status: 'requested', tool_span: false })] },
+    { calls: [asked('alice')] },
     { calls: [] },
   ] : [
-    { calls: [c('delete_account', alice, 0, 'call_del_alice', { status: 'pending', tool_span: false })] },
+    { calls: [asked('alice')] },
     { calls: [c('delete_account', alice, 0, 'call_del_alice', { requested_in_turn: false })] },
   ];
+  const refused = c('delete_account', { login: 'bob' }, 0, 'call_del_bob',
+    { error: true, status: 'rejected', requested_in_turn: false });
     return {
     framework: 'vercel-ai-sdk',
     telemetry_integration: integration,
@@ -133,9 +136,9 @@ export function expected({ integration, versions, convId, sessionNote }) {
       ] },
       { calls: [] },
       ...approvalTurns,
-      { calls: [c('delete_account', { login: 'bob' }, 0, 'call_del_bob', { status: 'requested', tool_span: false })] },
-      { calls: [] },
-      { calls: [c('delete_account', { login: 'carol' }, 0, 'call_del_carol', { status: 'requested', tool_span: false })] },
+      { calls: [asked('bob')] },
+      { calls: [refused] },
+      { calls: [asked('carol')] },
     ],
     user_answers: { call_del_alice: 'approved', call_del_bob: 'denied', call_del_carol: null },
     notes: 'MockLanguageModelV4 scripted; generateText with stopWhen stepCountIs(5); one generateText = one turn (one trace). '
@@ -143,10 +146,11 @@ export function expected({ integration, versions, convId, sessionNote }) {
       + ' Turn 1 step 0 = two tool-call parts in one response (executed concurrently). convert_currency throws; the SDK '
       + "turns it into a tool-error part and the loop continues. Turns 4-8: toolApproval { delete_account: 'user-approval' }; "
       + 'each answer is a tool message with a tool-approval-response, then generateText again (AI SDK docs). '
-      + (LEGACY ? 'LegacyOpenTelemetry exports no span for the approved execution (it runs before the first step span).'
-        : 'The approved call runs at the start of the next generateText, under invoke_agent, before step 1. '
-          + "The denial shows only in the next chat span's gen_ai.input.messages (tool_call_response {denied: true}).")
-      + ' A request never executed is status requested: no span says it waits for approval; '
-      + 'tool_span false: no tool span shows the call in that turn (only the chat span\'s request).',
+      + (LEGACY ? 'LegacyOpenTelemetry exports no span for the approved execution (it runs before the first step span). '
+        : 'The approved call runs at the start of the next generateText, under invoke_agent, before step 1. ')
+      + 'A run that stops for approval ends with finish reason tool-calls and the request unexecuted: pending. '
+      + 'The denial is the next run\'s model input: an execution-denied tool result '
+      + (LEGACY ? '(ai.prompt.messages of ai.generateText.doGenerate): rejected.'
+        : '(gen_ai.input.messages tool_call_response {denied: true} of the chat span): rejected.'),
     };
 }

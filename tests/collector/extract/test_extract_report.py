@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 import time
@@ -162,6 +163,21 @@ def test_text_names_pending_and_rejected_calls(capsys: pytest.CaptureFixture[str
     assert out.count("pending (waiting for or refused by the user)") == 3
     assert out.count("rejected (waiting for or refused by the user)") == 1
     assert "requested, never executed" not in out
+
+
+def test_an_approved_call_is_its_tool_span(capsys: pytest.CaptureFixture[str]) -> None:
+    """Mastra resumes an approved call inside the asking trace: the `agent_run` span says the
+    call waits, its tool span runs it. The tool span is the call (not a duplicate of the
+    waiting row), and the waiting, refused and unanswered calls are named as such."""
+    report = run_json(capsys, str(CAPTURES / "mastra_otel" / "spans.otlp.pb"))
+    tools = [s for s in report["spans"] if s["name"] == "execute_tool delete_account"]
+    assert len(tools) == 1
+    assert not any("duplicate" in x for x in tools[0]["contributed"])
+    assert any(x.startswith("step 0, answers request") for x in tools[0]["contributed"])
+    approvals = [x for s in report["spans"] if s["kind"] == "approval"
+                 for x in s["contributed"] if x.startswith("call ")]
+    assert sorted(re.findall(r" \((pending|rejected)\)", " ".join(approvals))) == [
+        "pending", "pending", "pending", "rejected"]
 
 
 def test_json_lines_of_requests_read_as_check_and_ingest_read_them(
