@@ -1,7 +1,8 @@
 """The raw span archive: what is needed to extract a conversation again.
 
 `pack` is pure and runs where extraction runs (the ingest worker processes, or inline): a
-decoded traces request is serialised and zlib-compressed once, whole — one compression per
+decoded traces request is serialised (a protobuf body that decoded whole is that already, and is
+kept as received) and zlib-compressed once, whole — one compression per
 request, not per trace, which is both cheaper and smaller — with a digest of the uncompressed
 bytes and its trace ids. `insert` runs inside the writer's group commit
 (`persist.write_prepared`): an acknowledged span's archive is committed with its rows or not at
