@@ -34,6 +34,7 @@ from collector.trace_requests import split_by_trace, walk
 log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input
 OVERLOAD_RECORD_SECONDS = 1.0  # refusals for overload are counted always, kept once a second
+PROTOBUF = "application/x-protobuf"  # the media type of OTLP/protobuf bodies
 # Admission counts memory, not wire bytes: while a request waits for its commit it holds its
 # body, its decoded rows (Python objects) and pickling buffers, about this many times its size.
 MEMORY_PER_BYTE = 3
@@ -118,8 +119,10 @@ class Pipeline:
     prepare: Callable[[Batch], Prepared]
     options: ExtractOptions
     limit: int
-    # keeps a traces request's raw spans beside its rows (collector.store.archive.pack)
-    archive: Callable[[ExportTraceServiceRequest, Batch], tuple[Any, ...]] | None = None
+    # keeps a traces request's raw spans beside its rows (collector.store.archive.pack): the
+    # request, its batch, and the body when it is that request serialised already
+    archive: Callable[[ExportTraceServiceRequest, Batch, bytes | None],
+                      tuple[Any, ...]] | None = None
 
 
 def run_pipeline(
@@ -132,8 +135,15 @@ def run_pipeline(
     batch = with_refused(batch, refused)
     prepared = pipeline.prepare(batch)
     if pipeline.archive is not None and signal == "traces":  # compressed here, off the writer
-        prepared = replace(prepared, archive=pipeline.archive(request, batch))  # type: ignore[type-var]
+        # a protobuf body that decoded whole is the serialised request: not serialised again
+        whole = body if media == PROTOBUF and not refused and not compressed(encoding) else None
+        prepared = replace(prepared, archive=pipeline.archive(request, batch, whole))  # type: ignore[type-var]
     return prepared, size, records + len(refused)
+
+
+def compressed(encoding: str | None) -> bool:
+    """Whether a body with this Content-Encoding (grpc: None) is compressed."""
+    return encoding is not None and encoding.strip().lower() not in ("", "identity")
 
 
 def with_refused(batch: Batch, refused: Sequence[RejectedSpan]) -> Batch:
@@ -208,10 +218,9 @@ class Offload:
         self, body: bytes, media: str, encoding: str | None, signal: str = "traces"
     ) -> tuple[Prepared, int, int]:
         """(prepared batch, decoded size, records received) for one body of `signal`."""
-        compressed = encoding is not None and encoding.strip().lower() not in ("", "identity")
         pool = self._pool
         if pool is None or not pool.running or (len(body) < self.inline_bytes
-                                                and not compressed):
+                                                and not compressed(encoding)):
             return run_pipeline(self.pipeline, body, media, encoding, signal)
         try:
             return await pool.run(run_pipeline, self.pipeline, body, media, encoding, signal)

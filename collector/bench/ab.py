@@ -1,5 +1,5 @@
-"""A/B legs of `tooltrail bench ingest`: the same load against a server with a feature off and
-on, in interleaved pairs, each leg a fresh store and a fresh `tooltrail serve`.
+"""A/B legs of `tooltrail bench ingest`: a server with a feature off and on (its flags, or the
+traffic it is sent), in interleaved pairs, each leg a fresh store and a fresh `tooltrail serve`.
 
 Pairs run off-on, on-off, off-on… so a drift of the machine's load over the run falls on both
 sides alike. Each leg reports its wall rate (acknowledged = committed spans per second, which
@@ -84,6 +84,14 @@ def store_cpu(before: dict[int, float], after: dict[int, float]) -> float:
     """CPU seconds the backends used between two `backend_cpu` samples (a backend new since
     the first counts whole; one gone by the second is not seen)."""
     return sum(cpu - before.get(pid, 0.0) for pid, cpu in after.items())
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: the server's flags and the load it is measured under."""
+
+    flags: Sequence[str]
+    drive: Drive
 
 
 @dataclass(frozen=True)
@@ -177,18 +185,18 @@ async def run_leg(url: str, side: str, flags: Sequence[str],
     return Leg(side, stats.acked_spans, stats.spans_per_second, cpu, drained)
 
 
-async def run_pairs(pairs: int, base_url: str | None, tmp: Path, off: Sequence[str],
-                    on: Sequence[str], expectation: Mapping[str, object] | None, warm_up: Drive,
-                    drive: Drive, report: Callable[[int, Leg], None]) -> list[tuple[Leg, Leg]]:
+async def run_pairs(pairs: int, base_url: str | None, tmp: Path, off: Side, on: Side,
+                    expectation: Mapping[str, object] | None, warm_up: Drive,
+                    report: Callable[[int, Leg], None]) -> list[tuple[Leg, Leg]]:
     """`pairs` interleaved (off, on) pairs of legs; `report` is told of each leg."""
     out: list[tuple[Leg, Leg]] = []
     for n in range(pairs):
         order = ("off", "on") if n % 2 == 0 else ("on", "off")
         legs: dict[str, Leg] = {}
         for side in order:
+            chosen = off if side == "off" else on
             with fresh_store(base_url, tmp, f"ab{n}{side}") as url:
-                leg = await run_leg(url, side, off if side == "off" else on, expectation,
-                                    warm_up, drive)
+                leg = await run_leg(url, side, chosen.flags, expectation, warm_up, chosen.drive)
             report(n + 1, leg)
             legs[side] = leg
         out.append((legs["off"], legs["on"]))

@@ -15,8 +15,10 @@ traffic of `collector.bench.traffic` (docs/observability.md, "Benchmark traffic"
 6. overload — paced at twice the best rate, clients retrying as OTLP exporters do: peak RSS,
    retryable answers, nothing acknowledged missing.
 
-`--redaction-rules FILE` and `--signals-ab PAIRS` instead (or first) compare the server with a
-feature off and on in interleaved pairs of legs (`collector.bench.ab`).
+`--redaction-rules FILE`, `--signals-ab PAIRS`, `--archive-ab PAIRS` and `--logs-ab PAIRS`
+instead (or, for redaction, first) compare the server with a feature off and on — its flags, or
+for logs the traffic: tool-call content in log records beside the spans — in interleaved pairs
+of legs (`collector.bench.ab`).
 """
 
 from __future__ import annotations
@@ -31,15 +33,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import Engine, text
 
-from collector.bench.ab import Leg, Summary, run_pairs
+from collector.bench.ab import Leg, Side, Summary, run_pairs
 from collector.bench.floor import floor_runs
 from collector.bench.load import (
     GrpcSender,
@@ -94,14 +96,15 @@ def generator_rate(shape: Shape, seconds: float = 1.0) -> float:
     return made * factory.span_count / (time.perf_counter() - started)
 
 
-def senders(server: ServerProcess, transport: str, clients: int,
-            connections: int = 1) -> list[Any]:
-    """`clients` senders of one transport ("grpc", "http" or "mixed")."""
+def senders(server: ServerProcess, transport: str, clients: int, connections: int = 1,
+            logs: Callable[[bytes], bytes] | None = None) -> list[Any]:
+    """`clients` senders of one transport ("grpc", "http" or "mixed"; with `logs`, "http"
+    only, each request sent with its logs request)."""
     out: list[Any] = []
     for i in range(clients):
         kind = transport if transport != "mixed" else ("grpc" if i % 2 == 0 else "http")
         out.append(GrpcSender(server.grpc_endpoint) if kind == "grpc"
-                   else HttpSender(server.base_url, connections=connections))
+                   else HttpSender(server.base_url, connections=connections, logs=logs))
     return out
 
 
@@ -109,8 +112,12 @@ async def drive(server: ServerProcess, transport: str, clients: int, factory: Re
                 seconds: float, rate: float | None = None, max_requests: int = 1_000_000,
                 grace: float = 30.0) -> Stats:
     """One phase of load: closed-loop clients, or an open loop at `rate` requests/s over
-    `clients` connections. Closes its connections after."""
-    group = senders(server, transport, clients, connections=1 if rate is None else 64)
+    `clients` connections. Closes its connections after. A factory of `Shape.logs` traffic
+    sends each request's logs request beside it (HTTP only)."""
+    if factory.shape.logs and transport != "http":
+        raise ValueError("traffic with log records is sent over HTTP only")
+    group = senders(server, transport, clients, connections=1 if rate is None else 64,
+                    logs=factory.logs if factory.shape.logs else None)
     sends: list[Send] = list(group)
     try:
         if rate is not None:
@@ -266,16 +273,9 @@ async def run(args: argparse.Namespace) -> Report:
               f"{factory.conversations} conversations of "
               f"{'/'.join(map(str, shape.conversation_turns))} turns), "
               f"{args.clients} clients per phase", flush=True)
-        if args.redaction_rules:
-            rules = ["--redaction-rules", args.redaction_rules,
-                     "--redaction-secret", args.redaction_secret]
-            attributes = ["--span-attributes", args.span_attributes]
-            await ab(args, report, shape, Path(tmp), "redaction", attributes,
-                     [*attributes, *rules], args.redaction_rounds)
-        if args.signals_ab:
-            await ab(args, report, shape, Path(tmp), "signals", ["--no-signals"], ["--signals"],
-                     args.signals_ab)
-        if args.redaction_only or args.signals_ab:
+        for feature, pairs, off, on, traffic in comparisons(args, shape):
+            await ab(args, report, Path(tmp), feature, pairs, (off, shape), (on, traffic))
+        if args.redaction_only or args.signals_ab or args.archive_ab or args.logs_ab:
             return report
         floor(args, report, shape, url, tmp)
         report.add("generator (spans/s)", generator_rate(shape))
@@ -307,28 +307,51 @@ def floor(args: argparse.Namespace, report: Report, shape: Shape, url: str, tmp:
     return max(rates)
 
 
-async def ab(args: argparse.Namespace, report: Report, shape: Shape, tmp: Path, feature: str,
-             off: list[str], on: list[str], pairs: int) -> None:
+def comparisons(args: argparse.Namespace,
+                shape: Shape) -> list[tuple[str, int, list[str], list[str], Shape]]:
+    """The A/B comparisons asked for: (feature, pairs, server flags off, on, traffic on); the
+    off side is sent `shape`."""
+    found: list[tuple[str, int, list[str], list[str], Shape]] = []
+    if args.redaction_rules:
+        # the archive keeps spans before redaction, so it is off with rules: off on both sides
+        same = ["--span-attributes", args.span_attributes, "--archive-spans=false"]
+        found.append(("redaction", args.redaction_rounds, same, [
+            *same, "--redaction-rules", args.redaction_rules,
+            "--redaction-secret", args.redaction_secret], shape))
+    if args.signals_ab:
+        found.append(("signals", args.signals_ab, ["--no-signals"], ["--signals"], shape))
+    if args.archive_ab:
+        found.append(("archive", args.archive_ab, ["--archive-spans=false"],
+                      ["--archive-spans=true"], shape))
+    if args.logs_ab:
+        found.append(("logs", args.logs_ab, [], [], replace(shape, logs=True)))
+    return found
+
+
+async def ab(args: argparse.Namespace, report: Report, tmp: Path, feature: str, pairs: int,
+             off: tuple[list[str], Shape], on: tuple[list[str], Shape]) -> None:
     """`feature` off vs on (collector.bench.ab): interleaved pairs of legs, each a fresh store
-    and server driven `--seconds` over HTTP by `--clients` clients; per leg and the median
-    cost with its spread."""
+    and server (its flags) driven `--seconds` over HTTP by `--clients` clients (its traffic);
+    per leg and the median cost with its spread."""
     base = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
 
     async def warm_up(server: ServerProcess) -> Stats:
-        return await drive(server, "http", args.clients, RequestFactory(shape), 1.0,
+        return await drive(server, "http", args.clients, RequestFactory(off[1]), 1.0,
                            max_requests=4 * args.clients)
 
-    async def load(server: ServerProcess) -> Stats:
-        return await drive(server, "http", args.clients, RequestFactory(shape), args.seconds)
+    def side(flags: list[str], traffic: Shape) -> Side:
+        async def load(server: ServerProcess) -> Stats:
+            return await drive(server, "http", args.clients, RequestFactory(traffic),
+                               args.seconds)
+        return Side([*base, *flags], load)
 
     def told(n: int, leg: Leg) -> None:
         report.add(f"{feature} {leg.side}, pair {n}: spans/s | CPU µs/span",
                    f"{leg.wall_rate:,.0f} | {leg.cpu_per_span:.1f}"
                    + ("" if leg.drained else " (not all scored in time)"))
 
-    pairs_run = await run_pairs(pairs, args.database_url, tmp, [*base, *off], [*base, *on],
-                                None if args.ab_no_expectation else EXPECTATION, warm_up,
-                                load, told)
+    pairs_run = await run_pairs(pairs, args.database_url, tmp, side(*off), side(*on),
+                                None if args.ab_no_expectation else EXPECTATION, warm_up, told)
     summary = Summary.of(pairs_run)
     report.add(f"{feature} cost, CPU per span: median", Summary.line(summary.cpu_costs))
     report.add(f"{feature} cost, wall rate: median", Summary.line(summary.wall_costs))
@@ -454,6 +477,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--signals-ab", type=int, default=0, metavar="PAIRS",
                    help="instead of the phases: PAIRS of legs with production signals off "
                    "and on (interleaved, fresh stores), and the cost of signals on ingest")
+    p.add_argument("--archive-ab", type=int, default=0, metavar="PAIRS",
+                   help="instead of the phases: PAIRS of legs with the raw span archive "
+                   "(--archive-spans) off and on, and its cost on ingest")
+    p.add_argument("--logs-ab", type=int, default=0, metavar="PAIRS",
+                   help="instead of the phases: PAIRS of legs sent spans only, and the same "
+                   "traffic with every tool call's content in OTLP log records (GenAI "
+                   "operation-details events) sent beside the spans to /v1/logs")
     p.add_argument("--ab-no-expectation", action="store_true",
                    help="A/B legs without the expectation that selects every conversation "
                    "(production without expectations: the worker reads trajectories only for "

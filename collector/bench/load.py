@@ -127,19 +127,35 @@ def _grpc_retry_delay(exc: grpc.aio.AioRpcError) -> float:
 
 
 class HttpSender:
-    """POSTs serialised requests to /v1/traces over one keep-alive connection."""
+    """POSTs serialised requests to /v1/traces over one keep-alive connection. With `logs` (a
+    traces body → the logs request that goes with it), each request is sent with its logs
+    request to /v1/logs, logs first every other time (either may arrive first), and is
+    acknowledged when both are."""
 
-    def __init__(self, base_url: str, timeout: float = 30.0, connections: int = 1) -> None:
+    def __init__(self, base_url: str, timeout: float = 30.0, connections: int = 1,
+                 logs: Callable[[bytes], bytes] | None = None) -> None:
         _check_loopback(httpx.URL(base_url).host)
         self.client = httpx.AsyncClient(
             base_url=base_url, timeout=httpx.Timeout(timeout, pool=None),
             limits=httpx.Limits(max_connections=connections,
                                 max_keepalive_connections=connections),
         )
+        self.logs = logs
+        self.sent = 0
 
     async def __call__(self, body: bytes) -> None:
+        if self.logs is None:
+            await self.post("/v1/traces", body)
+            return
+        self.sent += 1
+        parts = [("/v1/traces", body), ("/v1/logs", self.logs(body))]
+        for path, part in parts if self.sent % 2 else reversed(parts):
+            await self.post(path, part)  # a retry resends both: ingest is idempotent
+
+    async def post(self, path: str, body: bytes) -> None:
+        """One POST; raises Retryable or Refused unless it is acknowledged."""
         response = await self.client.post(
-            "/v1/traces", content=body, headers={"content-type": "application/x-protobuf"}
+            path, content=body, headers={"content-type": "application/x-protobuf"}
         )
         if response.status_code == 200:
             return

@@ -14,7 +14,12 @@ cycling 3, 4, 5, 6). A turn is what an instrumented agent run exports:
 - one HTTP client child span (what the tool called): so about a third of all spans are tools.
 
 A request carries whole conversations (about `Shape.spans` spans, ending at a conversation's
-end). `RequestFactory` serialises one template per shape and stamps fresh ids into copies of its
+end). With `Shape.logs`, each tool call's content (arguments and result) is not on its
+`execute_tool` span but in a GenAI `gen_ai.client.inference.operation.details` log record that
+names the span (as events-only instrumentations send it), in an `ExportLogsServiceRequest` sent
+beside the traces request (`RequestFactory.logs`).
+
+`RequestFactory` serialises one template per shape and stamps fresh ids into copies of its
 bytes (same length, so the protobuf framing stays valid): making a request costs two
 `bytes.replace`.
 """
@@ -27,8 +32,10 @@ import json
 import os
 from dataclasses import dataclass
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import ScopeLogs
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 TOOLS = ("search_orders", "get_customer", "issue_refund", "send_email", "lookup_policy")
@@ -61,6 +68,25 @@ def _pad_json(base: dict[str, object], size: int) -> str:
     return json.dumps({**base, "note": "x" * max(0, size - len(text) - 12)})
 
 
+def _content_record(sl: ScopeLogs, span: Span, tool: str, call_id: str, turn: int,
+                    ok: bool) -> None:
+    """A tool call's content as the operation-details event naming its span: its arguments as
+    a `tool_call` input part, its result (when it succeeded) as a `tool_call_response` part."""
+    record = sl.log_records.add(event_name=DETAILS, time_unix_nano=span.end_time_unix_nano,
+                                trace_id=span.trace_id, span_id=span.span_id)
+    call = {"type": "tool_call", "id": call_id, "name": tool,
+            "arguments": json.loads(_arguments(tool, turn))}
+    record.attributes.extend([
+        _kv("gen_ai.operation.name", "execute_tool"),
+        _kv("gen_ai.input.messages", json.dumps([{"role": "assistant", "parts": [call]}])),
+    ])
+    if ok:
+        response = {"type": "tool_call_response", "id": call_id,
+                    "response": json.loads(_result(turn))}
+        record.attributes.append(_kv("gen_ai.output.messages", json.dumps(
+            [{"role": "tool", "parts": [response]}])))
+
+
 def _arguments(tool: str, turn: int) -> str:
     return _pad_json({"order_id": f"A-{turn:06d}", "customer": "c-1234", "amount": 42.5,
                       "tool": tool}, 150)
@@ -78,6 +104,10 @@ class Shape:
 
     spans: int = 500
     conversation_turns: tuple[int, ...] = (3, 4, 5, 6)
+    logs: bool = False  # tool calls' content in log records beside the spans
+
+
+DETAILS = "gen_ai.client.inference.operation.details"
 
 
 @dataclass(frozen=True)
@@ -89,6 +119,7 @@ class Template:
     turns: int
     tool_calls: int
     conversations: int
+    logs: bytes = b""  # the ExportLogsServiceRequest beside it (Shape.logs), else empty
 
 
 class RequestFactory:
@@ -112,6 +143,8 @@ class RequestFactory:
         built = self._build()
         self.template, self.span_count, self.turns = built.body, built.spans, built.turns
         self.tool_calls, self.conversations = built.tool_calls, built.conversations
+        self.logs_template = built.logs
+        self._marker_at = self.template.index(self._trace_marker)
 
     def _build(self) -> Template:
         request = ExportTraceServiceRequest()
@@ -126,19 +159,28 @@ class RequestFactory:
         ])
         ss = rs.scope_spans.add()
         ss.scope.name = "tooltrail.bench.agent"
+        logs = ExportLogsServiceRequest()
+        rl = logs.resource_logs.add()
+        rl.resource.CopyFrom(rs.resource)
+        sl = rl.scope_logs.add()
+        sl.scope.name = ss.scope.name
         conv_hex = self._conv_marker.decode()
         spans = turn = tools = conversation = 0
         lengths = itertools.cycle(self.shape.conversation_turns)
         while spans < self.shape.spans:
             key = f"conv-{conv_hex}-{conversation:04d}"
             for position in range(next(lengths)):
-                added, calls = self._turn(ss, turn, position, key)
+                added, calls = self._turn(ss, sl if self.shape.logs else None, turn, position,
+                                          key)
                 spans, tools, turn = spans + added, tools + calls, turn + 1
             conversation += 1
-        return Template(request.SerializeToString(), spans, turn, tools, conversation)
+        return Template(request.SerializeToString(), spans, turn, tools, conversation,
+                        logs.SerializeToString() if self.shape.logs else b"")
 
-    def _turn(self, ss: ScopeSpans, t: int, position: int, conversation: str) -> tuple[int, int]:
-        """Append turn `t` (the `position`-th of its conversation); (spans, tool calls) added."""
+    def _turn(self, ss: ScopeSpans, sl: ScopeLogs | None, t: int, position: int,
+              conversation: str) -> tuple[int, int]:
+        """Append turn `t` (the `position`-th of its conversation); (spans, tool calls) added.
+        With `sl`, the tool calls' content goes there as log records instead."""
         trace_id = self._trace_marker + t.to_bytes(8, "big")
         start = 1_700_000_000_000_000_000 + t * 5_000_000_000
         question = QUESTIONS[t % len(QUESTIONS)].format(n=t)
@@ -216,12 +258,15 @@ class RequestFactory:
                 _kv("gen_ai.tool.name", tool),
                 _kv("gen_ai.tool.type", "function"),
                 _kv("gen_ai.tool.call.id", cid),
-                _kv("gen_ai.tool.call.arguments", _arguments(tool, t)),
             ])
             ok = (t + i) % 11 != 0
-            if ok:
-                call.attributes.append(_kv("gen_ai.tool.call.result", _result(t)))
+            if sl is not None:
+                _content_record(sl, call, tool, cid, t, ok)
             else:
+                call.attributes.append(_kv("gen_ai.tool.call.arguments", _arguments(tool, t)))
+            if ok and sl is None:
+                call.attributes.append(_kv("gen_ai.tool.call.result", _result(t)))
+            if not ok:
                 call.status.code = Status.STATUS_CODE_ERROR
                 call.status.message = "upstream timeout"
                 call.attributes.append(_kv("error.type", "TimeoutError"))
@@ -235,6 +280,12 @@ class RequestFactory:
                 _kv("http.response.status_code", 200 if ok else 504),
             ])
         return 2 + 2 * len(calls), len(calls)
+
+    def logs(self, body: bytes) -> bytes:
+        """The logs request that goes beside the traces request `body` (made by `make`):
+        its content records, stamped with the same trace ids (Shape.logs)."""
+        marker = body[self._marker_at:self._marker_at + len(self._trace_marker)]
+        return self.logs_template.replace(self._trace_marker, marker)
 
     def make(self, conversation_group: int | None = None) -> tuple[bytes, bytes]:
         """(serialised request, its trace marker). Requests made with the same

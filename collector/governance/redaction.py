@@ -144,25 +144,20 @@ BUILTIN_PATTERNS = {
 }
 
 
+# a mapping's plan: the rule of each of its keys that has one, and its other keys whose value
+# is a mapping or a list (where rules may apply deeper)
+Plan = tuple[dict[str, KeyRule], tuple[str, ...]]
+NO_RULES: dict[str, KeyRule] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class KeyMatcher:
-    """The key rules of one tool's arguments or result, with each key's rule found once."""
+    """The key rules of one tool's arguments or result, with each key's rule found once and
+    each mapping shape's plan found once."""
 
     rules: tuple[KeyRule, ...]
-    seen: dict[str, KeyRule | None]
-    literals: tuple[bytes | None, ...] = ()
-
-    @classmethod
-    def of(cls, rules: tuple[KeyRule, ...]) -> KeyMatcher:
-        return cls(rules, {}, tuple(_literal(r.key) for r in rules))
-
-    def may_match(self, blob: bytes | None) -> bool:
-        """False only when no key of the JSON document `blob` can match a rule: every key a
-        glob matches holds the glob's longest literal part (rules without a usable literal
-        always walk)."""
-        if blob is None:
-            return True
-        return any(literal is None or literal in blob for literal in self.literals)
+    seen: dict[str, KeyRule | None] = field(default_factory=dict)
+    plans: dict[tuple[Any, ...], Plan] = field(default_factory=dict)
 
     def rule(self, key: str) -> KeyRule | None:
         """The first rule whose glob matches `key`, or None."""
@@ -173,6 +168,23 @@ class KeyMatcher:
         found = next((r for r in self.rules if fnmatchcase(key, r.key)), None)
         if len(self.seen) < MAX_CACHED:
             self.seen[key] = found
+        return found
+
+    def plan(self, mapping: dict[str, Any]) -> Plan:
+        """What the rules do to `mapping`, by its shape (its keys and their values' types): a
+        tool's arguments and results have the same few shapes call after call, so a mapping
+        no rule can change deciding that costs a tuple and a lookup, without a JSON text."""
+        shape = (*mapping, *map(type, mapping.values()))  # keys are str: never a type
+        try:
+            return self.plans[shape]
+        except KeyError:
+            pass
+        rules = {k: r for k in mapping if (r := self.rule(k)) is not None}
+        nested = tuple(k for k, v in mapping.items()
+                       if k not in rules and isinstance(v, (dict, list)))
+        found = (rules, nested) if rules or nested else (NO_RULES, ())
+        if len(self.plans) < MAX_CACHED:
+            self.plans[shape] = found
         return found
 
 
@@ -191,6 +203,11 @@ class Policy:
     _hashes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
     # short strings (ids, names, resource attributes) recur in every trace: masked once
     _texts: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # The pipeline is pickled with every request sent to an ingest process: unpickled, a
+        # policy is that process's one instance of the same rules, so its caches stay warm.
+        return _shared, (self.keys, self.patterns, self.secret, self.attributes)
 
     @property
     def redacts(self) -> bool:
@@ -217,25 +234,15 @@ class Policy:
         attributes = self.kept_attributes(call.attributes)
         raw, error = call.arguments_raw, call.error
         keys = self.matcher(call.name, "arguments")
-        found = self.matcher(call.name, "result")
-        # each part as JSON text once: a part no key rule or pattern can match is not walked
-        arguments_blob = _json(call.arguments) if keys is not None or self.patterns else None
-        result_blob = _json(call.result) if found is not None or self.patterns else None
         scan_arguments = scan_result = scan = False
-        if self.patterns:  # usually nothing anywhere: one look at the whole call
-            rest_blob = _json((attributes, error, raw))
-            whole = (None if arguments_blob is None or result_blob is None or rest_blob is None
-                     else arguments_blob + result_blob + rest_blob)
-            if self.patterns_may_match(whole):
-                scan_arguments = self.patterns_may_match(arguments_blob)
-                scan_result = self.patterns_may_match(result_blob)
-                scan = self.patterns_may_match(rest_blob)
-        arguments = self.value(
-            call.arguments, keys if keys is not None and keys.may_match(arguments_blob) else None,
-            scan_arguments)
-        result = self.value(
-            call.result, found if found is not None and found.may_match(result_blob) else None,
-            scan_result)
+        # usually no pattern matches anywhere: one JSON text of the whole call rules that out
+        if self.patterns and self.patterns_may_match(
+                _json((call.arguments, call.result, attributes, error, raw))):
+            scan_arguments = self.patterns_may_match(_json(call.arguments))
+            scan_result = self.patterns_may_match(_json(call.result))
+            scan = self.patterns_may_match(_json((attributes, error, raw)))
+        arguments = self.value(call.arguments, keys, scan_arguments)
+        result = self.value(call.result, self.matcher(call.name, "result"), scan_result)
         if raw is not None:
             # the raw text holds every argument as sent: keyed rules cannot reach into it
             raw = None if keys is not None else self.text(raw) if scan else raw
@@ -259,11 +266,12 @@ class Policy:
     def patterns_may_match(self, blob: bytes | None) -> bool:
         """False when no pattern can match a string inside the JSON document `blob` (one pass
         over it per pattern: far cheaper than a regex over each string)."""
-        if not self.patterns:
-            return False
         if blob is None:
-            return True
-        return any(pattern.may_match(blob) for pattern in self.patterns)
+            return bool(self.patterns)
+        for pattern in self.patterns:  # noqa: SIM110 (no generator: this runs for every call)
+            if pattern.may_match(blob):
+                return True
+        return False
 
     def refusal(self, span: RejectedSpan) -> RejectedSpan:
         return replace(span, reason=self.text(span.reason), name=self.text(span.name))
@@ -278,7 +286,7 @@ class Policy:
         except KeyError:
             pass
         rules = tuple(r for r in self.keys if getattr(r, where) and fnmatchcase(tool, r.tool))
-        found = KeyMatcher.of(rules) if rules else None
+        found = KeyMatcher(rules) if rules else None
         if len(self._matchers) < MAX_CACHED:  # bounded whatever names arrive
             self._matchers[cache_key] = found
         return found
@@ -302,26 +310,31 @@ class Policy:
         if keys is None and not scan:
             return value
         if isinstance(value, dict):
-            out: dict[str, Any] = {}
-            changed = False
-            rule_of = keys.rule if keys is not None else None
-            for key, item in value.items():
-                rule = rule_of(key) if rule_of is not None else None
-                if rule is None:
-                    new = item if not scan and not isinstance(item, (dict, list)) else self.value(
-                        item, keys, scan)
-                    out[key] = new
-                    changed = changed or new is not item
-                elif rule.action == "mask":
-                    out[key], changed = MASK, True
-                elif rule.action == "hash":
-                    out[key], changed = self.hashed(item), True
+            rules, nested = keys.plan(value) if keys is not None else (NO_RULES, ())
+            out: dict[str, Any] | None = None  # a copy, once something changes
+            for key, rule in rules.items():
+                out = dict(value) if out is None else out
+                if rule.action == "drop":
+                    del out[key]
                 else:
-                    changed = True  # dropped
-            return out if changed else value
+                    out[key] = MASK if rule.action == "mask" else self.hashed(value[key])
+            for key in value if scan else nested:
+                if key in rules:
+                    continue
+                item = value[key]
+                new = self.value(item, keys, scan)
+                if new is not item:
+                    out = dict(value) if out is None else out
+                    out[key] = new
+            return value if out is None else out
         if isinstance(value, list):
-            items = [self.value(item, keys, scan) for item in value]
-            return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+            copied: list[Any] | None = None  # a copy, once something changes
+            for i, item in enumerate(value):
+                new = self.value(item, keys, scan)
+                if new is not item:
+                    copied = list(value) if copied is None else copied
+                    copied[i] = new
+            return value if copied is None else copied
         return value
 
     def hashed(self, value: Any) -> str:
@@ -355,14 +368,19 @@ class Policy:
         return out
 
 
-def _literal(glob: str) -> bytes | None:
-    """The longest literal part of `glob` as it appears in JSON text, or None when it has
-    none or JSON would escape it (quotes, backslashes, controls, non-ASCII)."""
-    literal = max(re.split(r"\[[^\]]*\]?|[*?]", glob), key=len)
-    if not literal or not literal.isascii() or any(c in literal for c in '"\\') or min(
-            map(ord, literal)) < 32:
-        return None
-    return literal.encode()
+_POLICIES: dict[tuple[Any, ...], Policy] = {}  # this process's policies, by their rules
+
+
+def _shared(keys: tuple[KeyRule, ...], patterns: tuple[Pattern, ...], secret: bytes,
+            attributes: Literal["all", "none"] | tuple[str, ...]) -> Policy:
+    """The process's policy of these rules (made once: a service has one or two)."""
+    rules = (keys, patterns, secret, attributes)
+    found = _POLICIES.get(rules)
+    if found is None:
+        if len(_POLICIES) >= 16:  # bounded whatever unpickles here
+            _POLICIES.clear()
+        found = _POLICIES[rules] = Policy(keys, patterns, secret, attributes)
+    return found
 
 
 def _json(value: Any) -> bytes | None:

@@ -28,11 +28,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
+from collector.ingest import PROTOBUF as PROTOBUF  # defined where ingest needs it
 from collector.ingest import IngestResult
 from collector.model import RejectedSpan
 from collector.receivers.lenient import SALVAGEABLE, salvage
 
-PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CHUNK = 256 * 1024
 IdPaths = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]

@@ -1,7 +1,8 @@
 """The raw span archive: what is needed to extract a conversation again.
 
 `pack` is pure and runs where extraction runs (the ingest worker processes, or inline): a
-decoded traces request is serialised and zlib-compressed once, whole — one compression per
+decoded traces request is serialised (a protobuf body that decoded whole is that already, and is
+kept as received) and zlib-compressed once, whole — one compression per
 request, not per trace, which is both cheaper and smaller — with a digest of the uncompressed
 bytes and its trace ids. `insert` runs inside the writer's group commit
 (`persist.write_prepared`): an acknowledged span's archive is committed with its rows or not at
@@ -34,7 +35,8 @@ from collector.store.jsonio import dumps
 from collector.store.tables import span_archive, span_archive_traces
 
 INDEX_COLUMNS = ("archive_id", "trace_id", "conversation_id", "turn_id")
-LEVEL = 3  # whole requests compress well at low levels; 6 costs far more time for few bytes
+LEVEL = 1  # whole requests compress well at the lowest level; higher ones cost more time than
+# the bytes they save are worth (README, "Measured")
 
 
 class Archived(NamedTuple):
@@ -46,22 +48,24 @@ class Archived(NamedTuple):
     data: bytes  # zlib of the serialised ExportTraceServiceRequest
 
 
-def _compressed(request: ExportTraceServiceRequest) -> tuple[str, bytes]:
-    raw = request.SerializeToString(deterministic=True)
+def _compressed(request: ExportTraceServiceRequest, raw: bytes | None = None) -> tuple[str, bytes]:
+    raw = request.SerializeToString(deterministic=True) if raw is None else raw
     return hashlib.blake2b(raw, digest_size=16).hexdigest(), zlib.compress(raw, LEVEL)
 
 
-def pack(request: ExportTraceServiceRequest, batch: Batch) -> tuple[Archived, ...]:
+def pack(request: ExportTraceServiceRequest, batch: Batch,
+         body: bytes | None = None) -> tuple[Archived, ...]:
     """The archive entry of a decoded request (pure; `batch`, its extraction, is not needed
     yet: the signature is the pipeline's). Every trace of it is named, not only those this
     request makes a turn of: a span that arrives alone (a chat span) may belong to a turn
-    stored already."""
+    stored already. `body`, when given, is `request` serialised (a protobuf body that decoded
+    whole): stored as received instead of serialised again, the costliest step otherwise."""
     traces = tuple(sorted({s.trace_id.hex() for rs in request.resource_spans
                            for ss in rs.scope_spans for s in ss.spans}))
     if not traces:
         return ()
     count = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-    digest, data = _compressed(request)
+    digest, data = _compressed(request, body)
     return (Archived(digest, count, traces, data),)
 
 

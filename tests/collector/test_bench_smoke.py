@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.bench.floor import run_floor, tool_rows
 from collector.bench.traffic import TOOLS, RequestFactory, Shape
+from collector.extract import ExtractOptions, extract
+from collector.readers import read_logs
+from tests.collector.receivers.test_logs_extract import trajectory
 from tests.conftest import drop_postgres_database, new_postgres_database
 
 
@@ -54,6 +58,39 @@ def test_bench_ingest_ab_prints_each_leg_and_the_median(tmp_path: Path) -> None:
                          r"\d+\.\d\n", out), out
     assert re.search(r"signals cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
     assert "not all scored" not in out, out
+
+
+def test_bench_ingest_logs_ab_sends_logs_beside_spans() -> None:
+    out = run("ingest", "--logs-ab", "1", "--seconds", "1", "--spans-per-request", "100",
+              "--clients", "2", "--settle-seconds", "0.2")
+    for side in ("off", "on"):
+        assert re.search(rf"logs {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
+                         r"\d+\.\d\n", out), out
+    assert re.search(r"logs cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
+    assert "not all scored" not in out, out
+
+
+def test_logs_traffic_gives_the_span_only_trajectory() -> None:
+    spans_only = RequestFactory(Shape(spans=100), seed=3)
+    mixed = RequestFactory(Shape(spans=100, logs=True), seed=3)
+    plain, _ = spans_only.make(1)
+    body, _ = mixed.make(1)
+    logs = ExportLogsServiceRequest.FromString(mixed.logs(body))
+    expected = trajectory([extract(ExportTraceServiceRequest.FromString(plain))])
+    bare = extract(ExportTraceServiceRequest.FromString(body))
+    moved = trajectory([bare])
+    assert moved != expected and all(c[3] is None for t in moved for c in t)  # no result left
+    from_logs, records = read_logs(logs, ExtractOptions())
+    assert records == mixed.tool_calls and not from_logs.rejected
+    assert sum(map(len, expected)) == mixed.tool_calls
+    # the same trajectory whichever arrives first
+    assert trajectory([bare, from_logs]) == expected == trajectory([from_logs, bare])
+    # the logs request is stamped with its traces request's trace ids
+    again, _ = mixed.make(2)
+    assert {r.trace_id for rl in ExportLogsServiceRequest.FromString(mixed.logs(again))
+            .resource_logs for sl in rl.scope_logs for r in sl.log_records} == {
+        s.trace_id for rs in ExportTraceServiceRequest.FromString(again).resource_spans
+        for ss in rs.scope_spans for s in ss.spans if s.name.startswith("execute_tool")}
 
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])

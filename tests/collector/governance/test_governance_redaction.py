@@ -241,3 +241,24 @@ def test_a_call_no_rule_or_pattern_touches_is_not_copied(rules_file: Path) -> No
     touched = policy.call(call(arguments={"q": "shoes", "customer_id": CUSTOMER}, attributes={}))
     assert touched.arguments == {"q": "shoes", "customer_id": hash_value(SECRET.encode(),
                                                                           CUSTOMER)}
+
+
+def test_a_mapping_shape_seen_before_still_finds_rules_under_new_value_types(
+    rules_file: Path,
+) -> None:
+    # plans are remembered per shape (keys and value types): the same keys holding a string,
+    # then a mapping, then a list must each be walked as what they hold
+    policy = load_policy(str(rules_file), SECRET, "none")
+    hashed = hash_value(SECRET.encode(), CUSTOMER)
+    shapes = [
+        ({"who": "plain", "n": 1}, {"who": "plain", "n": 1}),
+        ({"who": {"customer_id": CUSTOMER}, "n": 1}, {"who": {"customer_id": hashed}, "n": 1}),
+        ({"who": [{"customer_id": CUSTOMER}, "x"], "n": 1},
+         {"who": [{"customer_id": hashed}, "x"], "n": 1}),
+        ({"who": "plain", "n": 1}, {"who": "plain", "n": 1}),
+    ]
+    for _ in range(2):  # the second round answers from the remembered plans
+        for sent, stored in shapes:
+            assert policy.call(call(arguments=sent, attributes={})).arguments == stored
+    results = policy.call(call(result={"card_no": "1", "ok": [{"card": "2"}]}, attributes={}))
+    assert results.result == {"card_no": MASK, "ok": [{"card": MASK}]}

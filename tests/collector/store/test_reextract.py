@@ -4,10 +4,13 @@ new change_seq, hence new results; the others keep theirs, unscored."""
 
 from __future__ import annotations
 
+import gzip
 import time
+import zlib
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import Engine, func, inspect, select
 
 from collector.extract import ExtractOptions, conventions
@@ -201,3 +204,26 @@ def test_serve_archives_spans_and_runs_a_reextract_job_over_rest(database_url: s
         # is not kept, those from the one that made the turn on are
         assert archive.size(conn)[:2] == (2, 2)
     engine.dispose()
+
+
+def test_a_whole_protobuf_body_is_archived_as_received_any_other_reserialised() -> None:
+    tp, spans = capture()
+    agent_turn(tp, "conv-good", [ToolStep("lookup", {"id": 1}, 1)])
+    agent_turn(tp, "conv-bad", [ToolStep("BADNAME", {"id": 2}, 2)])
+    body = to_request(spans.get_finished_spans()).SerializeToString()
+    pipeline = Pipeline(decode=decode_body, prepare=prepare, options=ExtractOptions(),
+                        limit=1 << 24, archive=archive.pack)
+
+    def archived(data: bytes, encoding: str | None = None) -> bytes:
+        prepared, _, _ = run_pipeline(pipeline, data, PROTOBUF, encoding)
+        (entry,) = prepared.archive  # type: ignore[attr-defined]
+        return zlib.decompress(entry.data)
+
+    assert archived(body) == body
+    assert archive.unpack(zlib.compress(archived(gzip.compress(body), "gzip"))) == (
+        ExportTraceServiceRequest.FromString(body))
+    # a span refused for invalid UTF-8 is not archived: what is stored parses again
+    kept = ExportTraceServiceRequest.FromString(
+        archived(body.replace(b"BADNAME", b"BAD\xc3\x28ME")))
+    names = [s.name for rs in kept.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    assert names and not any("BAD" in n for n in names)
