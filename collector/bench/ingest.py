@@ -29,6 +29,7 @@ import contextlib
 import json
 import logging
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -279,12 +280,18 @@ async def run(args: argparse.Namespace) -> Report:
             return report
         floor(args, report, shape, url, tmp)
         report.add("generator (spans/s)", generator_rate(shape))
-        migrate(url)
+        if args.server_python:  # another install's schema: its own migrations
+            subprocess.run([args.server_python, "-m", "collector.cli", "migrate",
+                            "--database-url", url], check=True, capture_output=True)
+            report.add("server interpreter", args.server_python)
+        else:
+            migrate(url)
         flags = ["--settle-seconds", str(args.settle_seconds), *args.server_flag]
         if args.worker != "embedded":
             flags.append("--no-worker")
         report.add("scoring worker", args.worker)
-        with serve(url, *flags) as server, scoring_worker(args, url):
+        with serve(url, *flags, python=args.server_python) as server, \
+                scoring_worker(args, url):
             sampler = MemorySampler(server.process.pid).start()
             engine = make_engine(url)
             try:
@@ -463,6 +470,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--floor-rounds", type=int, default=3,
                    help="rounds of the floor (the best is the floor)")
     p.add_argument("--group", type=int, default=8, help="requests per transaction of the floor")
+    p.add_argument("--server-python", metavar="PYTHON",
+                   help="run the server and its migrations with this interpreter: another "
+                   "tooltrail install (an older commit's virtualenv), to compare two builds on "
+                   "the same traffic; the floor and the clients stay this install's")
     p.add_argument("--server-flag", action="append", default=[],
                    help="extra flag for `tooltrail serve` (repeat; e.g. --server-flag=--no-worker)")
     p.add_argument("--redaction-rules", metavar="FILE",
@@ -494,7 +505,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     """Entry point of `tooltrail bench ingest`."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.server_python and (args.worker == "process" or args.redaction_rules
+                               or args.signals_ab or args.archive_ab or args.logs_ab):
+        p.error("--server-python runs the standard phases with an embedded or no worker; "
+                "the A/B modes and --worker process use this install")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     report = asyncio.run(run(args))
     if args.json:

@@ -67,9 +67,10 @@ def _exited(pid: int) -> bool:
 
 @contextmanager
 def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
-          timeout: float = 60.0) -> Iterator[ServerProcess]:
-    """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards."""
-    command = [sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
+          timeout: float = 60.0, python: str | None = None) -> Iterator[ServerProcess]:
+    """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards (`python`:
+    the interpreter of another tooltrail install to run instead of this one)."""
+    command = [python or sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
                "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, **(env or {})},
