@@ -184,15 +184,16 @@ class _Converters:
         name = (descriptor.full_name, trail)
         if name in self.messages:
             return self.messages[name]
-        table: dict[str, tuple[str, Convert, str | None]] = {}
+        table: dict[str, tuple[str, Convert | None, str | None]] = {}  # None: a string
+        entry_of = table.get
 
         def convert(value: Any, depth: int) -> dict[str, Any]:
             if type(value) is not dict or depth > MAX_DEPTH:
                 raise Defer
             out: dict[str, Any] = {}
-            oneofs: set[str] = set()
+            oneofs: set[str] | None = None
             for key, item in value.items():
-                entry = table.get(key)
+                entry = entry_of(key)
                 if entry is None:  # unknown: skipped, unless json_format refuses it
                     if key[:1] == "[" or not key.isascii():  # an extension, a lone surrogate
                         raise Defer
@@ -203,10 +204,18 @@ class _Converters:
                 if item is None:
                     continue
                 if oneof is not None:
-                    if oneof in oneofs:
+                    if oneofs is None:
+                        oneofs = {oneof}
+                    elif oneof in oneofs:
                         raise Defer
-                    oneofs.add(oneof)
-                out[field] = conv(item, depth + 1)
+                    else:
+                        oneofs.add(oneof)
+                if conv is None:  # the commonest field, inline
+                    if type(item) is not str:
+                        raise Defer
+                    out[field] = item
+                else:
+                    out[field] = conv(item, depth + 1)
             return out
 
         keys = {k for f in descriptor.fields for k in (f.json_name, f.name)}
@@ -218,7 +227,8 @@ class _Converters:
         for f in descriptor.fields:
             oneof = f.containing_oneof.name if f.containing_oneof is not None else None
             for key in dict.fromkeys((f.json_name, f.name)):
-                table[key] = (f.name, self.field(f, key, trail), oneof)
+                conv = self.field(f, key, trail)
+                table[key] = (f.name, None if conv is _string else conv, oneof)
         return convert
 
 
