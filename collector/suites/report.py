@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-import orjson
-
 from collector.suites.inputs import Read
 from collector.suites.suite import Suite
 
@@ -48,6 +46,17 @@ class Check:
         return "conversation" if turn is None else f"turn {turn}"
 
 
+def dump(value: Any) -> bytes:
+    """`value` as one line of a spool file. json, not orjson: orjson would write NaN as null
+    and read integers past 64 bits back as floats; the outputs must show what was scored."""
+    return json.dumps(value).encode()
+
+
+def load(data: bytes) -> Any:
+    """A value `dump` wrote."""
+    return json.loads(data)
+
+
 class Spool:
     """Checks written as they are made, one JSON line each in a file per expectation; read
     back (any number of times) in suite order, each file in the order it was written. Only
@@ -67,15 +76,15 @@ class Spool:
             out.close()
 
     def add(self, c: Check) -> None:
-        self.files[c.expectation].write(orjson.dumps(
-            (c.conversation, c.status, c.reason, c.result, c.scores, c.turn)) + b"\n")
+        self.files[c.expectation].write(
+            dump((c.conversation, c.status, c.reason, c.result, c.scores, c.turn)) + b"\n")
         self.tally[c.expectation][c.status] += 1
 
     def __iter__(self) -> Iterator[Check]:
         for expectation, path in self.paths.items():
             with path.open("rb") as lines:
                 for line in lines:
-                    conv, status, reason, result, scores, turn = orjson.loads(line)
+                    conv, status, reason, result, scores, turn = load(line)
                     yield Check(expectation, conv, status, reason, result,
                                 None if scores is None else tuple(scores), turn)
 

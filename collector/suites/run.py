@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 
 from collector import scorer
@@ -36,7 +35,7 @@ from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
 from collector.store.writer import Writer
 from collector.suites.inputs import Read, read_input
-from collector.suites.report import Check, Report, Spool
+from collector.suites.report import Check, Report, Spool, dump, load
 from collector.suites.suite import Suite
 from matcher import Result
 
@@ -186,14 +185,14 @@ class StoredConversations(Mapping[str, Any]):
         if key in self.where:
             offset, length = self.where[key]
             self.file.seek(offset)
-            return orjson.loads(self.file.read(length))
+            return load(self.file.read(length))
         with self.engine.connect() as conn:
             row = queries.get_conversation(conn, key)
             if row is None:
                 raise KeyError(key)
             value = convert.conversation(row, queries.conversation_turns(conn, row["id"])
                                          ).model_dump(mode="json")
-        data = orjson.dumps(value)
+        data = dump(value)
         self.where[key] = (self.file.seek(0, io.SEEK_END), len(data))
         self.file.write(data)
         return value
