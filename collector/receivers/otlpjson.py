@@ -23,8 +23,8 @@ Python. The path covers what OTLP producers send and defers everything else to `
   `id_bytes` codec uses; any other bytes field decodes as `json_format` does (the same call);
 - maps, well-known types, float32 fields and messages nested deeper than `MAX_DEPTH` defer.
 
-tests/test_otlpjson.py holds this equal to `json_format` on captures, fuzz corpora and a
-seeded random corpus (serialized bytes equal, or both refused).
+tests/collector/receivers/test_otlpjson.py holds this equal to `json_format` on captures,
+fuzz corpora and a seeded random corpus (serialized bytes equal, or both refused).
 """
 
 from __future__ import annotations
