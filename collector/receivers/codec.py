@@ -31,6 +31,7 @@ from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaTy
 from collector.ingest import PROTOBUF as PROTOBUF  # defined where ingest needs it
 from collector.ingest import IngestResult
 from collector.model import RejectedSpan
+from collector.receivers import otlpjson
 from collector.receivers.lenient import SALVAGEABLE, salvage
 
 JSON = "application/json"
@@ -144,13 +145,22 @@ def decode_request(body: bytes, media: str, signal: str = "traces") -> Any:
         except (DecodeError, ValueError, RecursionError) as exc:
             raise InvalidPayload(f"body is not a valid OTLP protobuf request: {exc}") from exc
         return request
-    return _from_dict(_ids_to_base64(_json_object(body), kind.id_paths), kind.request())
+    data = _json_object(body)
+    try:
+        return otlpjson.parse(data, kind.request, kind.id_paths)
+    except otlpjson.Defer:
+        return _from_dict(_ids_to_base64(data, kind.id_paths), kind.request())
 
 
 def decode_json_traces(body: bytes) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
-    """Parse an OTLP/JSON trace request; when it does not map as a whole, the request without
-    its spans is parsed, then each span alone, so only the spans at fault are rejected."""
-    data = _ids_to_base64(_json_object(body), SIGNALS["traces"].id_paths)
+    """Parse an OTLP/JSON trace request (the fast path, else json_format); when it does not
+    map as a whole, the request without its spans is parsed, then each span alone, so only
+    the spans at fault are rejected."""
+    data = _json_object(body)
+    try:
+        return otlpjson.parse(data, ExportTraceServiceRequest, SIGNALS["traces"].id_paths), []
+    except otlpjson.Defer:
+        data = _ids_to_base64(data, SIGNALS["traces"].id_paths)
     try:
         return _from_dict(data, ExportTraceServiceRequest()), []
     except InvalidPayload as whole:
@@ -190,7 +200,8 @@ def _from_dict(data: Any, message: MessageT) -> MessageT:
     what = "span" if isinstance(message, Span) else "OTLP/JSON request"
     try:
         json_format.ParseDict(data, message, ignore_unknown_fields=True)
-    except (json_format.ParseError, DecodeError, ValueError, TypeError, RecursionError) as exc:
+    except (json_format.ParseError, DecodeError, ValueError, TypeError, RecursionError,
+            OverflowError) as exc:  # OverflowError: an integer past a double
         reason = str(exc)
         if ("MaxDepth" in reason or "Message too deep" in reason
                 or isinstance(exc, RecursionError)):
@@ -218,14 +229,7 @@ def _json_rejected(span: Any, reason: str) -> RejectedSpan:
 def _hex_to_b64(value: Any) -> Any:
     if not isinstance(value, str):
         return value
-    try:
-        raw = bytes.fromhex(value)
-    except ValueError:
-        try:  # tolerate producers that send base64, as protobuf's JSON mapping does
-            raw = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raw = b""  # left empty: the span is then rejected alone for its bad id
-    return base64.b64encode(raw).decode()
+    return base64.b64encode(otlpjson.id_bytes(value)).decode()
 
 
 def _ids_to_base64(data: dict[str, Any], id_paths: IdPaths) -> dict[str, Any]:

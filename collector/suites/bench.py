@@ -4,7 +4,9 @@ Writes N conversations (default 10,000) as OTLP JSON Lines (the Collector `file`
 format; 100 conversations a line), each two agent turns of one `invoke_agent` root, chat spans
 and tool spans (about 30 spans), and a 20-expectation suite covering every order mode; then
 runs `tooltrail check` in a child process (one process, as in CI) and prints conversations/s
-and the child's peak RSS. Bounded: one run, `--timeout` seconds at most.
+and the child's peak RSS; then (`--stages N`) times each stage of `check` in process on N
+conversations and prints CPU seconds per 1,000 conversations of each. Bounded: one run,
+`--timeout` seconds at most.
 
 By default every expectation applies to every conversation (20 matcher evaluations each);
 `--selective` gives each expectation a conversation selector, as imported suites have, so each
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import random
 import resource
@@ -153,6 +156,48 @@ def suite(count: int = 20, selective: bool = False) -> dict[str, Any]:
     return {"name": "bench", "expectations": expectations}
 
 
+def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, float]:
+    """CPU seconds per 1,000 conversations of each stage of `check`, in this process, on the
+    first `conversations` of the benchmark's input: decoding (the receivers' codec),
+    extraction, storing (the rest of `run.write`: rows and the writer's transactions),
+    scoring (`run.collect`: trajectories read back, the matcher, the spool) and the table."""
+    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from collector.ingest import extract_safely
+    from collector.receivers.codec import JSON, decode_body
+    from collector.suites import run
+    from collector.suites.report import render
+    from collector.suites.suite import load_suite
+
+    inputs = directory / "stages.jsonl"
+    write_inputs(inputs, conversations)
+    options = ExtractOptions(DEFAULT_CONVERSATION_KEYS)
+    lines = inputs.read_bytes().splitlines()
+    clock = time.process_time
+    started = clock()
+    requests = [decode_body(line, JSON, None, 1 << 32)[0] for line in lines]
+    decoded = clock()
+    for request in requests:
+        extract_safely(request, options)
+    extracted = clock()
+    del requests
+    logging.disable(logging.INFO)  # the temporary store's migrations, as `check` runs them
+    with run.temporary_store() as engine:
+        begun = clock()
+        reads = run.write(engine, [str(inputs)], options)
+        stored = clock()
+        report = run.collect(engine, load_suite(suite_path), reads, directory,
+                             with_conversations=False, with_results=False)
+        scored = clock()
+        for _ in render(report, "table"):
+            pass
+        tabled = clock()
+    logging.disable(logging.NOTSET)
+    per = 1000 / conversations
+    return {"decode": (decoded - started) * per, "extract": (extracted - decoded) * per,
+            "store": ((stored - begun) - (extracted - started)) * per,
+            "score": (scored - stored) * per, "table": (tabled - scored) * per}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tooltrail bench check", description=__doc__,
                                      formatter_class=HelpFormatter)
@@ -162,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="each expectation selects a tenth of the conversations")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--stages", type=int, default=1000, metavar="N",
+                        help="also time each stage in process on N conversations (at most all; "
+                             "0: not)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tooltrail-bench-check-") as tmp:
         inputs = Path(tmp) / "spans.jsonl"
@@ -180,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             capture_output=True, timeout=args.timeout,
             env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)
         took = time.perf_counter() - started
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        sample = min(args.stages, args.conversations)
+        timed = stages(Path(tmp), suite_path, sample) if sample > 0 else None
     peak = usage.ru_maxrss * 1024
     cpu = usage.ru_utime + usage.ru_stime
     if child.returncode not in (0, 1):
@@ -194,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     wrong = sorted(failing - perturbed)
     if not args.selective:
         wrong += sorted(perturbed - failing)
+    if timed:
+        print(f"CPU seconds per 1,000 conversations by stage (in process, {sample:,} "
+              "conversations): " + ", ".join(f"{k} {v:.2f}" for k, v in timed.items())
+              + f"; total {sum(timed.values()):.2f}")
     print(f"verdicts as written: {len(perturbed):,} perturbed conversations, "
           f"{len(failing):,} with a failure, {len(wrong)} wrong")
     if wrong:

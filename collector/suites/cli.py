@@ -11,10 +11,14 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from collector.cli import Program, Registry
 from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
 from collector.suites.report import EXIT_ERROR
+
+if TYPE_CHECKING:
+    from collector.suites.report import Report
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +74,6 @@ def _error(command: str, message: str) -> int:
 def run_check(argv: list[str]) -> int:
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
     from collector.suites.inputs import expand
-    from collector.suites.report import junit, render
     from collector.suites.suite import SuiteError, load_suite
 
     args = check_parser().parse_args(argv)
@@ -91,34 +94,40 @@ def run_check(argv: list[str]) -> int:
                                   project=args.project)
         except RemoteError as exc:
             return _error("check", str(exc))
-    else:
-        from collector.suites.run import check_offline
+        return _output(report, args)
+    from collector.suites.run import check_offline
 
-        options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
-                                 keep_plumbing=args.keep_plumbing)
-        sources = list(expand(args.inputs))
-        progress = _progress(len(sources))
-        report = check_offline(suite, sources, options, forced=args.input_format,
-                               with_conversations=args.format == "json" or bool(args.html),
-                               with_results=(args.format == "json" or bool(args.junit)
-                                             or bool(args.html)),
-                               progress=progress)
+    options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
+                             keep_plumbing=args.keep_plumbing)
+    sources = list(expand(args.inputs))
+    progress = _progress(len(sources))
+    with check_offline(suite, sources, options, forced=args.input_format,
+                       with_conversations=args.format == "json" or bool(args.html),
+                       with_results=(args.format == "json" or bool(args.junit)
+                                     or bool(args.html)),
+                       progress=progress) as report:
         if progress:
             print(file=sys.stderr)
-    for line in render(report, args.format):
-        print(line)
-    if args.junit:
-        try:
-            Path(args.junit).write_bytes(junit(report))
-        except OSError as exc:
-            return _error("check", f"{args.junit}: cannot write JUnit XML: {exc}")
-    if args.html:
-        from collector.suites.report import html
+        return _output(report, args)
 
-        try:
-            Path(args.html).write_text(html(report), encoding="utf-8")
-        except OSError as exc:
-            return _error("check", f"{args.html}: cannot write the HTML report: {exc}")
+
+def _output(report: Report, args: argparse.Namespace) -> int:
+    """Write the report (stdout, then --junit and --html) as it is rendered."""
+    from collector.suites.report import junit, render, write_html
+
+    for piece in render(report, args.format):
+        sys.stdout.write(piece)
+    sys.stdout.flush()
+    for path, what, write in (
+        (args.junit, "JUnit XML", lambda out: out.writelines(junit(report))),
+        (args.html, "the HTML report", lambda out: write_html(report, out)),
+    ):
+        if path:
+            try:
+                with Path(path).open("w", encoding="utf-8") as out:
+                    write(out)
+            except OSError as exc:
+                return _error("check", f"{path}: cannot write {what}: {exc}")
     return report.exit_code
 
 

@@ -1,13 +1,18 @@
 """What `tooltrail check` found, and its renderings: table, JSON document, GitHub annotations,
-JUnit XML. The JSON document's schema is `REPORT_SCHEMA` (docs/suites.md)."""
+JUnit XML, HTML. The JSON document's schema is `REPORT_SCHEMA` (docs/suites.md).
+
+Every rendering is written as it is made, from the report's checks read in order (a `Spool`
+re-read, for `check` without a server), so memory never holds every result at once."""
 
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
+from xml.sax.saxutils import escape, quoteattr
 
 from collector.suites.inputs import Read
 from collector.suites.suite import Suite
@@ -41,19 +46,75 @@ class Check:
         return "conversation" if turn is None else f"turn {turn}"
 
 
+def dump(value: Any) -> bytes:
+    """`value` as one line of a spool file. json, not orjson: orjson would write NaN as null
+    and read integers past 64 bits back as floats; the outputs must show what was scored."""
+    return json.dumps(value).encode()
+
+
+def load(data: bytes) -> Any:
+    """A value `dump` wrote."""
+    return json.loads(data)
+
+
+class Spool:
+    """Checks written as they are made, one JSON line each in a file per expectation; read
+    back (any number of times) in suite order, each file in the order it was written. Only
+    the tally stays in memory."""
+
+    def __init__(self, directory: Path, expectations: Sequence[str]) -> None:
+        self.paths = {e: directory / f"checks-{i}.jsonl" for i, e in enumerate(expectations)}
+        self.files: dict[str, IO[bytes]] = {}
+        self.tally: dict[str, Counter[str]] = {e: Counter() for e in expectations}
+
+    def __enter__(self) -> Spool:
+        self.files = {e: path.open("wb") for e, path in self.paths.items()}
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for out in self.files.values():
+            out.close()
+
+    def add(self, c: Check) -> None:
+        self.files[c.expectation].write(
+            dump((c.conversation, c.status, c.reason, c.result, c.scores, c.turn)) + b"\n")
+        self.tally[c.expectation][c.status] += 1
+
+    def __iter__(self) -> Iterator[Check]:
+        for expectation, path in self.paths.items():
+            with path.open("rb") as lines:
+                for line in lines:
+                    conv, status, reason, result, scores, turn = load(line)
+                    yield Check(expectation, conv, status, reason, result,
+                                None if scores is None else tuple(scores), turn)
+
+
+def tally(checks: Iterable[Check]) -> dict[str, Counter[str]]:
+    """expectation → status → how many checks."""
+    out: dict[str, Counter[str]] = {}
+    for c in checks:
+        out.setdefault(c.expectation, Counter())[c.status] += 1
+    return out
+
+
 @dataclass(slots=True)
 class Report:
     suite: Suite
     reads: list[Read]
-    checks: list[Check]
-    conversations: dict[str, Any]  # key → the conversation as GET /api/v1/conversations/{key}
+    checks: Iterable[Check]  # in report order; iterable again (a list, or a Spool)
+    conversations: Mapping[str, Any]  # key → the conversation as GET /api/v1/conversations/{key}
     conversation_keys: list[str]
     unselected: list[str]
     origin: dict[str, str] = field(default_factory=dict)  # conversation key → input
+    tally: dict[str, Counter[str]] | None = None  # expectation → status → count (of `checks`)
+
+    def __post_init__(self) -> None:
+        if self.tally is None:
+            self.tally = tally(self.checks)
 
     @property
-    def failed(self) -> list[Check]:
-        return [c for c in self.checks if c.status == "fail"]
+    def statuses(self) -> Counter[str]:
+        return sum((self.tally or {}).values(), Counter())
 
     @property
     def unreadable(self) -> list[Read]:
@@ -61,26 +122,27 @@ class Report:
 
     @property
     def exit_code(self) -> int:
-        if self.unreadable or any(c.status == "error" for c in self.checks):
+        if self.unreadable or self.statuses["error"]:
             return EXIT_ERROR
-        return EXIT_FAILED if self.failed else EXIT_PASSED
+        return EXIT_FAILED if self.statuses["fail"] else EXIT_PASSED
 
 
-def document(report: Report) -> dict[str, Any]:
-    """The `--format json` document (REPORT_SCHEMA)."""
-    statuses = [c.status for c in report.checks]
-    return {
+def document(report: Report) -> Iterator[str]:
+    """The `--format json` document (REPORT_SCHEMA) in pieces, as it is written: one check
+    and one conversation a line."""
+    statuses = report.statuses
+    head = {
         "schema": SCHEMA_ID,
         "suite": {"name": report.suite.name, "source": report.suite.source},
         "exit_code": report.exit_code,
         "counts": {
             "expectations": len(report.suite.entries),
             "conversations": len(report.conversation_keys),
-            "checks": len(statuses),
-            "passed": statuses.count("pass"),
-            "failed": statuses.count("fail"),
-            "skipped": statuses.count("skipped"),
-            "errors": statuses.count("error"),
+            "checks": sum(statuses.values()),
+            "passed": statuses["pass"],
+            "failed": statuses["fail"],
+            "skipped": statuses["skipped"],
+            "errors": statuses["error"],
             "unreadable_inputs": len(report.unreadable),
         },
         "inputs": [
@@ -94,33 +156,57 @@ def document(report: Report) -> dict[str, Any]:
             {"id": e.id, "optional": e.optional, "definition": e.body}
             for e in report.suite.entries
         ],
-        "checks": [
-            {"expectation": c.expectation, "conversation": c.conversation, "scope": c.scope,
-             "status": c.status, "reason": c.reason, "source": report.origin.get(
-                 c.conversation or ""), "result": c.result}
-            for c in report.checks
-        ],
-        "conversations": report.conversations,
-        "unselected": report.unselected,
     }
+    yield json.dumps(head, indent=2, ensure_ascii=False)[:-2] + ",\n"
+    checks = ({"expectation": c.expectation, "conversation": c.conversation, "scope": c.scope,
+               "status": c.status, "reason": c.reason,
+               "source": report.origin.get(c.conversation or ""), "result": c.result}
+              for c in report.checks)
+    yield from _members("checks", "[", (_json(c) for c in checks), "]")
+    yield ",\n"
+    yield from _members("conversations", "{", (
+        f"{_json(k)}: {_json(v)}" for k, v in report.conversations.items()), "}")
+    yield f',\n  "unselected": {_json(report.unselected)}\n}}\n'
 
 
-def html(report: Report) -> str:
-    """The `--html` report: every verdict with its aligned diff (collector.ui.report), and the
-    outcomes with no verdict to draw (no conversation matched, pending) in its summary."""
-    from collector.ui.report import render_report
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _members(name: str, opening: str, items: Iterable[str], closing: str) -> Iterator[str]:
+    """`"name": [` or `{`, the items one a line, then the closing bracket."""
+    yield f'  "{name}": {opening}'
+    first = True
+    for item in items:
+        yield ("\n    " if first else ",\n    ") + item
+        first = False
+    yield closing if first else f"\n  {closing}"
+
+
+def write_html(report: Report, out: IO[str]) -> None:
+    """The `--html` report, written as it is rendered: every verdict with its aligned diff
+    (collector.ui.report), and the outcomes with no verdict to draw (no conversation matched,
+    pending) in its summary."""
+    from collector.ui.report import stream_report
 
     definitions = {e.id: e.expectation.to_dict() for e in report.suite.entries}
-    items, other = [], []
-    for c in report.checks:
-        conversation = report.conversations.get(c.conversation or "")
-        if c.result is not None and conversation is not None:
-            items.append({"expectation": definitions[c.expectation], "conversation": conversation,
-                          "result": c.result})
-        else:
-            other.append({"expectation": c.expectation, "conversation": c.conversation,
-                          "status": c.status, "reason": c.reason})
-    return render_report(f"tooltrail check: {report.suite.name}", items, other)
+
+    def drawn(c: Check) -> bool:
+        return c.result is not None and c.conversation in report.conversations
+
+    def items() -> Iterator[Mapping[str, Any]]:
+        for c in report.checks:
+            if drawn(c):
+                yield {"expectation": definitions[c.expectation],
+                       "conversation": report.conversations[c.conversation or ""],
+                       "result": c.result}
+
+    other = [{"expectation": c.expectation, "conversation": c.conversation,
+              "status": c.status, "reason": c.reason} for c in report.checks if not drawn(c)]
+    for chunk in stream_report(f"tooltrail check: {report.suite.name}", items, other,
+                               total=sum(report.statuses.values()),
+                               passed=report.statuses["pass"]):
+        out.write(chunk)
 
 
 def _scores(check: Check) -> str:
@@ -150,17 +236,11 @@ def table(report: Report) -> Iterator[str]:
         yield "  ".join([*cells, row[4]]).rstrip()
     if report.unselected:
         yield f"not selected by any expectation: {', '.join(report.unselected)}"
-    counts = document_counts(report)
-    yield (f"{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped"
-           + (f", {counts['errors']} without a verdict" if counts["errors"] else "")
+    counts = report.statuses
+    yield (f"{counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped"
+           + (f", {counts['error']} without a verdict" if counts["error"] else "")
            + f"; {len(report.conversation_keys)} conversation(s)"
            + (f"; {len(report.unreadable)} input(s) unreadable" if report.unreadable else ""))
-
-
-def document_counts(report: Report) -> dict[str, int]:
-    statuses = [c.status for c in report.checks]
-    return {s: statuses.count(k) for s, k in
-            (("passed", "pass"), ("failed", "fail"), ("skipped", "skipped"), ("errors", "error"))}
 
 
 def _escape_data(text: str) -> str:
@@ -171,60 +251,75 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def github(report: Report) -> list[str]:
+def github(report: Report) -> Iterator[str]:
     """GitHub Actions workflow commands: an error per failure and unreadable input, a notice
     per skipped check, then the table for the log."""
-    lines = []
     suite_file = _escape_property(report.suite.source)
     for read in report.unreadable:
-        lines.append(f"::error file={_escape_property(read.source)},title=unreadable input::"
-                     f"{_escape_data(read.error or '')}")
+        yield (f"::error file={_escape_property(read.source)},title=unreadable input::"
+               f"{_escape_data(read.error or '')}")
     for c in report.checks:
         title = _escape_property(f"{c.expectation} × {c.conversation or '(none)'}")
         if c.status in ("fail", "error"):
-            lines.append(f"::error file={suite_file},title={title}::{_escape_data(c.reason)}")
+            yield f"::error file={suite_file},title={title}::{_escape_data(c.reason)}"
         elif c.status == "skipped":
-            lines.append(f"::notice file={suite_file},title={title}::{_escape_data(c.reason)}")
-    return [*lines, *table(report)]
+            yield f"::notice file={suite_file},title={title}::{_escape_data(c.reason)}"
+    yield from table(report)
 
 
-def junit(report: Report) -> bytes:
-    """JUnit XML: one testsuite per expectation, one testcase per conversation (× scope), the
-    reason as the failure message and the differences in its body."""
-    root = ET.Element("testsuites", name=report.suite.name)
-    by_expectation: dict[str, list[Check]] = {}
+def _element(name: str, attributes: dict[str, str], text: str | None = None,
+             close: bool = True) -> str:
+    attrs = "".join(f" {k}={quoteattr(v)}" for k, v in attributes.items())
+    if not close:
+        return f"<{name}{attrs}>"
+    return f"<{name}{attrs} />" if text is None else f"<{name}{attrs}>{escape(text)}</{name}>"
+
+
+def junit(report: Report) -> Iterator[str]:
+    """JUnit XML, as it is written: one testsuite per expectation, one testcase per
+    conversation (× scope), the reason as the failure message and the differences in its
+    body."""
+    yield "<?xml version='1.0' encoding='utf-8'?>\n"
+    yield _element("testsuites", {"name": report.suite.name}, close=False) + "\n"
+    current = None
     for c in report.checks:
-        by_expectation.setdefault(c.expectation, []).append(c)
-    for exp, checks in by_expectation.items():
-        suite = ET.SubElement(
-            root, "testsuite", name=exp, tests=str(len(checks)),
-            failures=str(sum(c.status == "fail" for c in checks)),
-            skipped=str(sum(c.status == "skipped" for c in checks)),
-            errors=str(sum(c.status == "error" for c in checks)))
-        for c in checks:
-            name = (c.conversation or "(no conversation)") + (
-                f" [{c.scope}]" if c.scope != "conversation" else "")
-            case = ET.SubElement(suite, "testcase", name=name,
-                                 classname=f"{report.suite.name}.{exp}")
-            if c.status == "fail":
-                failure = ET.SubElement(case, "failure", message=c.reason, type="tooltrail")
-                differences = (c.result or {}).get("differences") or []
-                failure.text = "\n".join(d.get("message") or json.dumps(d) for d in differences)
-            elif c.status == "skipped":
-                ET.SubElement(case, "skipped", message=c.reason)
-            elif c.status == "error":
-                ET.SubElement(case, "error", message=c.reason, type="pending")
+        if c.expectation != current:
+            if current is not None:
+                yield "  </testsuite>\n"
+            current = c.expectation
+            counts = (report.tally or {})[current]
+            yield "  " + _element("testsuite", {
+                "name": current, "tests": str(sum(counts.values())),
+                "failures": str(counts["fail"]), "skipped": str(counts["skipped"]),
+                "errors": str(counts["error"])}, close=False) + "\n"
+        name = (c.conversation or "(no conversation)") + (
+            f" [{c.scope}]" if c.scope != "conversation" else "")
+        case = {"name": name, "classname": f"{report.suite.name}.{c.expectation}"}
+        if c.status == "fail":
+            differences = (c.result or {}).get("differences") or []
+            body = "\n".join(d.get("message") or json.dumps(d) for d in differences)
+            inner = _element("failure", {"message": c.reason, "type": "tooltrail"}, body)
+        elif c.status == "skipped":
+            inner = _element("skipped", {"message": c.reason})
+        elif c.status == "error":
+            inner = _element("error", {"message": c.reason, "type": "pending"})
+        else:
+            yield "    " + _element("testcase", case) + "\n"
+            continue
+        yield f"    {_element('testcase', case, close=False)}\n      {inner}\n    </testcase>\n"
+    if current is not None:
+        yield "  </testsuite>\n"
     if report.unreadable:
-        suite = ET.SubElement(root, "testsuite", name="inputs",
-                              tests=str(len(report.unreadable)), failures="0",
-                              errors=str(len(report.unreadable)), skipped="0")
+        count = str(len(report.unreadable))
+        yield "  " + _element("testsuite", {"name": "inputs", "tests": count, "failures": "0",
+                                            "errors": count, "skipped": "0"}, close=False) + "\n"
         for read in report.unreadable:
-            case = ET.SubElement(suite, "testcase", name=read.source, classname="inputs")
-            ET.SubElement(case, "error", message=read.error or "", type="unreadable")
-    tree = ET.ElementTree(root)
-    ET.indent(tree)
-    out: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
-    return out
+            opening = _element("testcase", {"name": read.source, "classname": "inputs"},
+                               close=False)
+            error = _element("error", {"message": read.error or "", "type": "unreadable"})
+            yield f"    {opening}\n      {error}\n    </testcase>\n"
+        yield "  </testsuite>\n"
+    yield "</testsuites>\n"
 
 
 REPORT_SCHEMA: dict[str, Any] = {
@@ -286,8 +381,9 @@ REPORT_SCHEMA: dict[str, Any] = {
 
 
 def render(report: Report, fmt: str) -> Iterator[str]:
-    """The output's lines."""
+    """The output's lines (`json`: pieces of the document, each to be written as it comes)."""
     if fmt == "json":
-        yield json.dumps(document(report), indent=2, ensure_ascii=False)
+        yield from document(report)
     else:
-        yield from github(report) if fmt == "github" else table(report)
+        for line in github(report) if fmt == "github" else table(report):
+            yield line + "\n"

@@ -5,20 +5,23 @@ Nothing here extracts, reconciles or scores by itself: the inputs' batches go th
 `Writer` (group commit, as ingest does) into the service's tables; each conversation's
 trajectory is read back and scored by `collector.scorer`, the worker's own composition
 (`scorer.trajectories`, `applies`, `score_pairs`); each result takes the row shape the worker
-stores (`scorer.result_row`) and the REST shape `api.convert` gives it. Results are reported,
-not stored: nothing reads them back.
+stores (`scorer.result_row`) and the REST shape `api.convert` gives it. Results are not
+stored: they are spooled to a file per expectation as they are made and read back once per
+rendering, so memory holds one chunk of conversations' results, never all of them.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -32,7 +35,7 @@ from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
 from collector.store.writer import Writer
 from collector.suites.inputs import Read, read_input
-from collector.suites.report import Check, Report
+from collector.suites.report import Check, Report, Spool, dump, load
 from collector.suites.suite import Suite
 from matcher import Result
 
@@ -117,13 +120,21 @@ def _check(s: scorer.Scored, result: Result, now: float, with_results: bool) -> 
                  turn=scope.get("turn") if scope.get("kind") == "turn" else None)
 
 
-def score(engine: Engine, suite: Suite, *, with_results: bool
-          ) -> tuple[list[leases.ConversationFacts], dict[tuple[str, str], list[Check]]]:
-    """Every stored conversation (by key) and, per selected (expectation, conversation), its
-    results as report lines; a chunk of conversations' trajectories at a time."""
+def _by_scope(check: Check) -> tuple[bool, int]:
+    return check.turn_index is not None, check.turn_index or 0
+
+
+def score(engine: Engine, suite: Suite, spool: Spool, *, with_results: bool
+          ) -> tuple[list[str], list[str]]:
+    """Score every stored conversation against the suite, a chunk of conversations'
+    trajectories at a time, each result going to `spool` as it is made (per expectation, in
+    conversation-key order); returns (every conversation key, the keys no expectation
+    selects). An expectation that selects nothing gets its "no conversation matched"."""
     wanted = [scorer.ActiveExpectation(e.id, VERSION, e.expectation, DEFAULT_PROJECT)
               for e in suite.entries]
-    found: dict[tuple[str, str], list[Check]] = {}
+    optional = {e.id: e.optional for e in suite.entries}
+    picked: set[str] = set()
+    unselected: list[str] = []
 
     def failed(f: leases.ConversationFacts, e: scorer.ActiveExpectation) -> None:
         log.error("scoring conversation %r against %s failed: %s", f.key, e.slug,
@@ -131,72 +142,115 @@ def score(engine: Engine, suite: Suite, *, with_results: bool
 
     with engine.connect() as conn:
         facts = leases.facts_upto(conn, ALL) or []
+        facts.sort(key=lambda f: f.key)
         for start in range(0, len(facts), SCORE_CHUNK):
             part = facts[start:start + SCORE_CHUNK]
             pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
             paths = scorer.trajectories(conn, sorted({f.id for f, _ in pairs}))
             now = time.time()
-            for s in scorer.score_pairs(pairs, paths, failed):
-                found[(s.expectation.slug, s.conversation.key)] = [
-                    _check(s, result, now, with_results) for result in s.results]
-    facts.sort(key=lambda f: f.key)
-    return facts, found
+            found = {(s.expectation.slug, s.conversation.key):
+                     [_check(s, result, now, with_results) for result in s.results]
+                     for s in scorer.score_pairs(pairs, paths, failed)}
+            chosen = {f.key for f, _ in pairs}
+            unselected.extend(f.key for f in part if f.key not in chosen)
+            for f, e in pairs:
+                picked.add(e.slug)
+                checks = found.get((e.slug, f.key))
+                if not checks:  # the matcher raised (logged): never a silent pass
+                    checks = [Check(e.slug, f.key, "fail", "the conversation was not scored",
+                                    None)]
+                for check in sorted(checks, key=_by_scope):
+                    spool.add(check)
+    for e in wanted:
+        if e.slug not in picked:
+            spool.add(Check(e.slug, None, "skipped" if optional[e.slug] else "fail",
+                            "no conversation matched", None))
+    return [f.key for f in facts], unselected
 
 
-def collect(engine: Engine, suite: Suite, reads: Sequence[Read], *,
+class StoredConversations(Mapping[str, Any]):
+    """The store's conversations as GET /api/v1/conversations/{key} returns them, each read
+    from the store (and reconciled) once, when first asked for, then kept as JSON in a file
+    beside the spool: a report renders each several times and never holds them all."""
+
+    def __init__(self, engine: Engine, keys: Sequence[str], directory: Path) -> None:
+        self.engine = engine
+        self.keys_in_order = list(keys)
+        self.known = set(keys)
+        self.where: dict[str, tuple[int, int]] = {}  # key → (offset, length) in the file
+        self.file = (directory / "conversations.json").open("w+b")
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.known:
+            raise KeyError(key)
+        if key in self.where:
+            offset, length = self.where[key]
+            self.file.seek(offset)
+            return load(self.file.read(length))
+        with self.engine.connect() as conn:
+            row = queries.get_conversation(conn, key)
+            if row is None:
+                raise KeyError(key)
+            turns = conversation_view.conversation_turns(conn, row["id"])
+            value = convert.conversation(row, turns).model_dump(mode="json")
+        data = dump(value)
+        self.where[key] = (self.file.seek(0, io.SEEK_END), len(data))
+        self.file.write(data)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.known
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys_in_order)
+
+    def __len__(self) -> int:
+        return len(self.keys_in_order)
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def collect(engine: Engine, suite: Suite, reads: Sequence[Read], directory: Path, *,
             with_conversations: bool, with_results: bool = True) -> Report:
     """The report: per selected (expectation, conversation) its results (whole REST result
-    objects only `with_results`; the verdict and scores always)."""
+    objects only `with_results`; the verdict and scores always), spooled to `directory`;
+    the conversations are read from the store as the report is rendered."""
     origin: dict[str, str] = {}
     for read in reads:
         for key in read.conversations:
             origin.setdefault(key, read.source)
-    facts, results = score(engine, suite, with_results=with_results)
-    keys = [f.key for f in facts]
-    conversations = {}
-    if with_conversations:
-        with engine.connect() as conn:
-            rows = queries.list_conversations(conn, limit=ALL, before_id=None)
-            conversations = {
-                r["key"]: convert.conversation(
-                    r, conversation_view.conversation_turns(conn, r["id"]))
-                .model_dump(mode="json")
-                for r in sorted(rows, key=lambda r: r["key"])
-            }
-    checks: list[Check] = []
-    selected: set[str] = set()
-    for entry in suite.entries:
-        picked = [f.key for f in facts if scorer.applies(entry.expectation, f)]
-        selected.update(picked)
-        if not picked:
-            checks.append(Check(entry.id, None, "skipped" if entry.optional else "fail",
-                                "no conversation matched", None))
-        for key in picked:
-            found = results.pop((entry.id, key), None)
-            if not found:  # the matcher raised (logged): never a silent pass
-                checks.append(Check(entry.id, key, "fail", "the conversation was not scored",
-                                    None))
-            checks.extend(sorted(found or [], key=lambda c: (c.turn_index is not None,
-                                                             c.turn_index or 0)))
+    with Spool(directory, [e.id for e in suite.entries]) as spool:
+        keys, unselected = score(engine, suite, spool, with_results=with_results)
     return Report(
         suite=suite,
         reads=list(reads),
-        checks=checks,
-        conversations=conversations,
+        checks=spool,
+        conversations=(StoredConversations(engine, keys, directory) if with_conversations
+                       else {}),
         conversation_keys=keys,
-        unselected=[k for k in keys if k not in selected],
+        unselected=unselected,
         origin=origin,
+        tally=spool.tally,
     )
 
 
+@contextlib.contextmanager
 def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions, *,
                   forced: str | None = None, with_conversations: bool = True,
                   with_results: bool = True,
-                  progress: Callable[[str], None] | None = None) -> Report:
-    """Score the inputs' conversations against the suite on a temporary store."""
-    with temporary_store() as engine:
+                  progress: Callable[[str], None] | None = None) -> Iterator[Report]:
+    """Score the inputs' conversations against the suite on a temporary store; the report
+    is valid inside the `with` (its checks and conversations are read back as rendered)."""
+    with temporary_store() as engine, tempfile.TemporaryDirectory(
+            prefix="tooltrail-check-spool-") as directory:
         reads = write(engine, sources, options, forced, progress)
         if progress:
             progress("scoring")
-        return collect(engine, suite, reads, with_conversations=with_conversations,
-                       with_results=with_results)
+        report = collect(engine, suite, reads, Path(directory),
+                         with_conversations=with_conversations, with_results=with_results)
+        try:
+            yield report
+        finally:
+            if isinstance(report.conversations, StoredConversations):
+                report.conversations.close()

@@ -334,9 +334,9 @@ def test_check_gives_the_results_the_worker_stores(tmp_path: Path) -> None:
         str(CAPTURES / c / "spans.otlp.json") for c in ("strands", "pydantic_ai", "adk")]
     options = ExtractOptions(DEFAULT_CONVERSATION_KEYS)
 
-    report = run.check_offline(suite, sources, options, with_conversations=False)
-    offline = {(c.expectation, c.conversation, c.scope): c.result for c in report.checks
-               if c.conversation is not None}
+    with run.check_offline(suite, sources, options, with_conversations=False) as report:
+        offline = {(c.expectation, c.conversation, c.scope): c.result for c in report.checks
+                   if c.conversation is not None}
 
     with run.temporary_store() as engine:
         with engine.begin() as conn:
@@ -383,3 +383,63 @@ def test_a_bad_span_in_a_json_line_is_rejected_alone_as_a_receiver_does(
     assert [(s["span_id"], s["name"]) for s in read["rejected_spans"]] == [
         ("00000000000000ff", "bad")]
     assert "soon" in read["rejected_spans"][0]["reason"]
+
+
+
+PEAK = """
+import resource, sys
+from collector.cli import main
+code = main(sys.argv[2:])
+sys.stdout.flush()
+open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+sys.exit(code)
+"""
+
+
+def _measured(tmp_path: Path, *argv: str) -> tuple[int, int, bytes]:
+    """Run `tooltrail` in a child process: (exit code, its peak RSS in KiB, its stdout)."""
+    import subprocess
+
+    peak = tmp_path / "peak.txt"
+    done = subprocess.run([sys.executable, "-c", PEAK, str(peak), *argv], capture_output=True,
+                          timeout=600, check=False)
+    assert done.returncode in (0, 1), done.stderr.decode()[-2000:]
+    return done.returncode, int(peak.read_text()), done.stdout
+
+
+def test_outputs_stream_in_bounded_memory(tmp_path: Path) -> None:
+    """--format json, --junit and --html over many conversations are complete and valid, and
+    writing them costs the process a bounded amount of memory over the table alone (they once
+    held every result and conversation: ~0.3 MB a conversation here)."""
+    from collector.suites import bench
+
+    conversations = 400
+    bench.write_inputs(tmp_path / "in.jsonl", conversations)
+    (tmp_path / "suite.json").write_text(json.dumps(bench.suite(4)))
+    common = ("check", str(tmp_path / "suite.json"), str(tmp_path / "in.jsonl"))
+    _, table, _ = _measured(tmp_path, *common)
+    code, everything, out = _measured(tmp_path, *common, "--format", "json", "--junit",
+                                      str(tmp_path / "out.xml"), "--html",
+                                      str(tmp_path / "out.html"))
+    assert everything - table < 50 * 1024, (table, everything)
+
+    doc = json.loads(out)
+    jsonschema.validate(doc, REPORT_SCHEMA)
+    checks = doc["checks"]
+    assert code == 1 and len(checks) == doc["counts"]["checks"] == conversations * 4
+    assert doc["counts"]["failed"] == sum(c["status"] == "fail" for c in checks) > 0
+    assert {c["conversation"] for c in checks} == set(doc["conversations"])
+    assert len(doc["conversations"]) == conversations
+    assert all(c["result"]["passed"] == (c["status"] == "pass") for c in checks)
+
+    suites = ET.parse(tmp_path / "out.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == [f"exp-{i:02d}" for i in range(4)]
+    cases = [case for s in suites for case in s.findall("testcase")]
+    assert len(cases) == len(checks)
+    assert sum(int(s.get("failures") or 0) for s in suites) == doc["counts"]["failed"] == sum(
+        case.find("failure") is not None for case in cases)
+
+    page = (tmp_path / "out.html").read_text()
+    assert page.rstrip().endswith("</html>")
+    assert page.count('<div id="v') == len(checks)
+    assert f"{len(checks)} verdicts" in page
