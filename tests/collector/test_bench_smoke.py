@@ -50,23 +50,32 @@ def test_bench_ingest_loses_nothing(tmp_path: Path) -> None:
     assert re.search(r"ratio server / floor\s+\d+\.\d+\n", out), out
 
 
-def test_bench_ingest_ab_prints_each_leg_and_the_median(tmp_path: Path) -> None:
-    out = run("ingest", "--signals-ab", "1", "--seconds", "1", "--spans-per-request", "100",
-              "--clients", "2", "--settle-seconds", "0.2")
-    for side in ("off", "on"):
-        assert re.search(rf"signals {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
-                         r"\d+\.\d\n", out), out
-    assert re.search(r"signals cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
-    assert "not all scored" not in out, out
+def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:
+    """--server-python: the server and its migrations by that interpreter (here this one: the
+    wiring, not a second install, is what is tested); the A/B modes refuse it."""
+    out = run("ingest", "--database-url", f"sqlite:///{tmp_path}/b.db", "--seconds", "1",
+              "--sdk-transports", "--overload-seconds", "0", "--transports", "grpc",
+              "--floor-requests", "8", "--floor-rounds", "1", "--spans-per-request", "100",
+              "--server-python", sys.executable)
+    assert re.search(r"server interpreter\s+" + re.escape(sys.executable) + "\n", out), out
+    assert re.search(r"grpc: acknowledged missing from store\s+0\n", out), out
+    refused = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "ingest",
+                              "--server-python", sys.executable, "--signals-ab", "1"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert refused.returncode == 2, refused.stderr
+    assert "--server-python runs the standard phases" in refused.stderr
 
 
-def test_bench_ingest_logs_ab_sends_logs_beside_spans() -> None:
-    out = run("ingest", "--logs-ab", "1", "--seconds", "1", "--spans-per-request", "100",
+@pytest.mark.parametrize("feature", ["signals", "logs"])
+def test_bench_ingest_ab_prints_each_leg_and_the_median(feature: str) -> None:
+    """Signals switch a server flag; logs send the tool-call content as log records beside
+    the spans (the same server on both sides)."""
+    out = run("ingest", f"--{feature}-ab", "1", "--seconds", "1", "--spans-per-request", "100",
               "--clients", "2", "--settle-seconds", "0.2")
     for side in ("off", "on"):
-        assert re.search(rf"logs {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
+        assert re.search(rf"{feature} {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
                          r"\d+\.\d\n", out), out
-    assert re.search(r"logs cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
+    assert re.search(rf"{feature} cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
     assert "not all scored" not in out, out
 
 
