@@ -136,7 +136,14 @@ def fresh_store(base_url: str | None, tmp: Path, name: str) -> Iterator[str]:
     """A new empty store for one leg: a SQLite file in `tmp`, or (when `base_url` is a
     PostgreSQL URL) a new database on that server, dropped afterwards."""
     if base_url is None or not base_url.startswith("postgresql"):
-        yield f"sqlite:///{tmp / f'{name}.db'}"
+        # a new file each leg: several comparisons in one run use the same leg names
+        path = tmp / f"{name}_{uuid.uuid4().hex[:6]}.db"
+        try:
+            yield f"sqlite:///{path}"
+        finally:
+            for leftover in (path, path.with_name(path.name + "-wal"),
+                             path.with_name(path.name + "-shm")):
+                leftover.unlink(missing_ok=True)
         return
     parsed = make_url(base_url)
     database = f"{parsed.database}_{name}_{uuid.uuid4().hex[:6]}"

@@ -66,16 +66,17 @@ def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:
     assert "--server-python runs the standard phases" in refused.stderr
 
 
-@pytest.mark.parametrize("feature", ["signals", "logs"])
-def test_bench_ingest_ab_prints_each_leg_and_the_median(feature: str) -> None:
-    """Signals switch a server flag; logs send the tool-call content as log records beside
-    the spans (the same server on both sides)."""
-    out = run("ingest", f"--{feature}-ab", "1", "--seconds", "1", "--spans-per-request", "100",
-              "--clients", "2", "--settle-seconds", "0.2")
-    for side in ("off", "on"):
-        assert re.search(rf"{feature} {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
-                         r"\d+\.\d\n", out), out
-    assert re.search(rf"{feature} cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
+def test_bench_ingest_ab_prints_each_leg_and_the_median() -> None:
+    """Two comparisons in one run, each leg on a store of its own: signals switch a server
+    flag; logs send the tool-call content as log records beside the spans (the same server
+    on both sides)."""
+    out = run("ingest", "--signals-ab", "1", "--logs-ab", "1", "--seconds", "1",
+              "--spans-per-request", "100", "--clients", "2", "--settle-seconds", "0.2")
+    for feature in ("signals", "logs"):
+        for side in ("off", "on"):
+            assert re.search(rf"{feature} {side}, pair 1: spans/s \| CPU µs/span\s+[\d,]+ \| "
+                             r"\d+\.\d\n", out), out
+        assert re.search(rf"{feature} cost, CPU per span: median\s+[+-]\d+\.\d %", out), out
     assert "not all scored" not in out, out
 
 
