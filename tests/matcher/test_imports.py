@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import matcher
+from tests.fresh import fresh_json
 
 FORBIDDEN = ("collector", "sqlalchemy", "fastapi", "grpc", "starlette", "uvicorn", "alembic")
 
 
 def test_matcher_imports_no_service_modules() -> None:
-    code = "import json, sys, matcher, matcher.bench; print(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    loaded = json.loads(out)
+    loaded = fresh_json(
+        "import json, sys, matcher, matcher.bench; print(json.dumps(sorted(sys.modules)))")
     bad = [m for m in loaded if m.split(".")[0] in FORBIDDEN]
     assert bad == []
 
@@ -46,10 +40,7 @@ def test_numpy_and_scipy_load_only_when_a_large_assignment_needs_them() -> None:
         "after = sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})\n"
         "print(json.dumps([before, after]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    before, after = json.loads(out)
+    before, after = fresh_json(code)
     assert before == []
     # share matrices are plain lists: only an assignment too large to enumerate needs them
     assert after == ["numpy", "scipy"]

@@ -3,15 +3,13 @@ below alpha) and of a real shift (flagged)."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 
 import pytest
 
 from collector.production.counts import Counts, TurnSignal
 from collector.production.drift import Thresholds, drift, jensen_shannon
+from tests.fresh import fresh_json
 
 TOOLS = ("search", "lookup", "refund")
 MIX = (0.5, 0.3, 0.2)
@@ -101,9 +99,6 @@ def test_scipy_loads_only_when_two_versions_are_compared() -> None:
         "drift(a, b, Thresholds())\n"
         "print(json.dumps([before, loaded()]))"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    before, after = json.loads(out)
+    before, after = fresh_json(code)
     assert before == []
     assert "scipy" in after

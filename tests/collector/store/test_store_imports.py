@@ -6,13 +6,11 @@ above it (`collector/conversation_view.py`, `collector/scorer.py`,
 from __future__ import annotations
 
 import ast
-import json
 import pkgutil
-import subprocess
-import sys
 from pathlib import Path
 
 import collector.store
+from tests.fresh import fresh_json
 
 FORBIDDEN = ("collector.extract", "collector.capture", "collector.scorer", "matcher")
 STORE = Path(collector.store.__file__).parent
@@ -42,7 +40,6 @@ def test_importing_the_store_loads_none_of_them() -> None:
     """Nor through what the store imports (`collector.model`, `collector.production.counts`…)."""
     code = (f"import json, sys\nfor m in {MODULES!r}:\n    __import__(m)\n"
             "print(json.dumps(sorted(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    loaded = fresh_json(code)
     assert len(MODULES) > 10  # the walk found the package
-    assert [m for m in json.loads(out) if forbidden(m)] == []
+    assert [m for m in loaded if forbidden(m)] == []
