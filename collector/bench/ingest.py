@@ -281,8 +281,12 @@ async def run(args: argparse.Namespace) -> Report:
         floor(args, report, shape, url, tmp)
         report.add("generator (spans/s)", generator_rate(shape))
         if args.server_python:  # another install's schema: its own migrations
-            subprocess.run([args.server_python, "-m", "collector.cli", "migrate",
-                            "--database-url", url], check=True, capture_output=True)
+            done = subprocess.run([args.server_python, "-m", "collector.cli", "migrate",
+                                   "--database-url", url], capture_output=True, text=True,
+                                  check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"--server-python {args.server_python}: its migrate failed: "
+                                 f"{done.stderr.strip()[-2000:]}")
             report.add("server interpreter", args.server_python)
         else:
             migrate(url)
