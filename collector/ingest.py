@@ -197,8 +197,9 @@ class Offload:
         self.processes = processes
         self.inline_bytes = inline_bytes
         self.metrics = metrics
-        # each child imports what the pipeline needs as it starts, before the server is ready
-        self._pool = ProcessPool(processes, "ingest", preload=(pipeline,)) if processes > 0 \
+        # each child gets the pipeline once, as it starts: it imports what the pipeline needs
+        # before the server is ready, and its caches (redaction's plans) last the child's life
+        self._pool = ProcessPool(processes, "ingest", context=pipeline) if processes > 0 \
             else None
 
     async def __aenter__(self) -> Offload:
@@ -223,7 +224,7 @@ class Offload:
                                                 and not compressed(encoding)):
             return run_pipeline(self.pipeline, body, media, encoding, signal)
         try:
-            return await pool.run(run_pipeline, self.pipeline, body, media, encoding, signal)
+            return await pool.run_with_context(run_pipeline, body, media, encoding, signal)
         except ChildDied as exc:  # killed, out of memory: the pool has started anew
             if self.metrics is not None:
                 self.metrics.loop_errors.labels("ingest_worker").inc()

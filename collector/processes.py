@@ -60,10 +60,19 @@ def die_with_parent(parent: int, nice: int = 0) -> None:
     threading.Thread(target=watch, name="tooltrail-parent-watch", daemon=True).start()
 
 
-def _start(parent: int, *preloaded: Any) -> None:
-    """A pool child's initializer. `preloaded` (ProcessPool's) were unpickled to call it, which
-    imported every module they refer to: the child's first call does not pay for them."""
+_context: Any = None  # in a pool child: its pool's context, unpickled once as the child started
+
+
+def _start(parent: int, context: Any) -> None:
+    """A pool child's initializer. `context` was unpickled to call it, which imported every
+    module it refers to: the child's first call does not pay for them."""
+    global _context
+    _context = context
     die_with_parent(parent)
+
+
+def _with_context(fn: Callable[..., T], *args: Any) -> T:
+    return fn(_context, *args)
 
 
 def _up() -> None:
@@ -78,16 +87,17 @@ class ChildDied(Exception):
 class ProcessPool:
     """`size` spawned children that die with this process; `await pool.run(fn, *args)` runs
     a module-level `fn` in one of them. When a child dies the pool is replaced and the call
-    raises ChildDied: the caller decides whether to retry. `preload`: picklable objects each
-    child receives as it starts (the arguments its calls will take, say), so that the imports
-    they need are done before the pool is up, not during its first calls."""
+    raises ChildDied: the caller decides whether to retry. `context`: a picklable object each
+    child receives once, as it starts, and `run_with_context` passes to its calls: it is not
+    pickled with every call, its caches last as long as the child, and the imports it needs are
+    done before the pool is up, not during its first calls."""
 
-    def __init__(self, size: int, name: str = "pool", preload: tuple[Any, ...] = ()) -> None:
+    def __init__(self, size: int, name: str = "pool", context: Any = None) -> None:
         if size < 1:
             raise ValueError("a process pool needs at least one process")
         self.size = size
         self.name = name
-        self.preload = preload
+        self.context = context
         self._executor: ProcessPoolExecutor | None = None
 
     @property
@@ -113,7 +123,7 @@ class ProcessPool:
 
     def _new(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN,
-                                   initializer=_start, initargs=(os.getpid(), *self.preload))
+                                   initializer=_start, initargs=(os.getpid(), self.context))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -127,6 +137,10 @@ class ProcessPool:
                 self._executor = self._new()
                 executor.shutdown(wait=False, cancel_futures=True)
             raise ChildDied(f"a {self.name} process died") from exc
+
+    async def run_with_context(self, fn: Callable[..., T], *args: Any) -> T:
+        """`run(fn)` with the pool's context as `fn`'s first argument, as the child has it."""
+        return await self.run(_with_context, fn, *args)
 
 
 class OverDeadline(Exception):

@@ -204,11 +204,6 @@ class Policy:
     # short strings (ids, names, resource attributes) recur in every trace: masked once
     _texts: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
-    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        # The pipeline is pickled with every request sent to an ingest process: unpickled, a
-        # policy is that process's one instance of the same rules, so its caches stay warm.
-        return _shared, (self.keys, self.patterns, self.secret, self.attributes)
-
     @property
     def redacts(self) -> bool:
         """True when values (not only attribute keys) may change."""
@@ -366,21 +361,6 @@ class Policy:
                 self._texts.clear()
             self._texts[text] = out
         return out
-
-
-_POLICIES: dict[tuple[Any, ...], Policy] = {}  # this process's policies, by their rules
-
-
-def _shared(keys: tuple[KeyRule, ...], patterns: tuple[Pattern, ...], secret: bytes,
-            attributes: Literal["all", "none"] | tuple[str, ...]) -> Policy:
-    """The process's policy of these rules (made once: a service has one or two)."""
-    rules = (keys, patterns, secret, attributes)
-    found = _POLICIES.get(rules)
-    if found is None:
-        if len(_POLICIES) >= 16:  # bounded whatever unpickles here
-            _POLICIES.clear()
-        found = _POLICIES[rules] = Policy(keys, patterns, secret, attributes)
-    return found
 
 
 def _json(value: Any) -> bytes | None:

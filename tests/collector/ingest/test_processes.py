@@ -27,6 +27,10 @@ def pid() -> int:
     return os.getpid()
 
 
+def name_of(fn: Any) -> str:
+    return str(fn.__name__)
+
+
 def die(*_: Any) -> Any:
     os.kill(os.getpid(), signal.SIGKILL)
 
@@ -58,9 +62,10 @@ def test_deadline_children_reuse_a_child_and_kill_one_past_its_deadline() -> Non
         children.close()
 
 
-def test_preloaded_objects_import_their_modules_as_each_child_starts() -> None:
+def test_the_context_is_given_once_and_imports_its_modules_as_each_child_starts() -> None:
     """The ingest pool's children import what the pipeline needs before the server is ready,
-    not during the first requests (seconds each on a loaded machine)."""
+    not during the first requests (seconds each on a loaded machine), and keep the one
+    context they were given for every call (its caches live as long as the child)."""
     from collector.store import archive
 
     loaded = "'collector.store.archive' in __import__('sys').modules"  # eval: a builtin
@@ -68,11 +73,15 @@ def test_preloaded_objects_import_their_modules_as_each_child_starts() -> None:
     async def scenario() -> None:
         async with ProcessPool(1, "test") as pool:
             assert await pool.run(eval, loaded) is False
-        async with ProcessPool(1, "test", preload=(archive.pack,)) as pool:
+        async with ProcessPool(1, "test", context=archive.pack) as pool:
             assert await pool.run(eval, loaded) is True
+            first = await pool.run_with_context(id)
+            assert await pool.run_with_context(id) == first  # one object, not one per call
+            assert await pool.run_with_context(name_of) == "pack"
             with pytest.raises(ChildDied):
                 await pool.run(die)
-            assert await pool.run(eval, loaded) is True  # its replacement preloads too
+            assert await pool.run(eval, loaded) is True  # its replacement is given it too
+            assert await pool.run_with_context(name_of) == "pack"
 
     asyncio.run(scenario())
 
