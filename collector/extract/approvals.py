@@ -12,12 +12,11 @@ second tool span with the same call id in a later turn. Two ways to tell:
 - OpenInference's OpenAI Agents instrumentation: a TOOL span that ended OK with no
   `output.value` never ran to completion (it writes the output of every finished call, an
   error's too); the OpenAI Agents SDK ends the function span of a `needs_approval` call so at
-  the interruption, and the resumed
-  run's spans never reach the exporter under openinference-instrumentation-openai-agents 2.6.0
-  (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace. Under
-  the OTel GenAI instrumentation the asking run's `execute_tool` span has arguments and no
-  result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
-  `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
+  the interruption. The OTel GenAI and Traceloop instrumentations: an `execute_tool` span with
+  arguments and no result (`waiting_span`). The resumed run is in the trace only when the app
+  runs both in one `trace()`: the approved call is then a second tool span (`dedup` folds the
+  two), a refusal the SDK's text in the next model call's input (`_openai_agents_refused`;
+  captures `tests/captures/openai_agents_approval`, `..._otel_approval`, `..._traceloop_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
   neither a result nor an error was the call waiting, not an execution; so was an earlier
   request that no span executed (a run stopped before the tool, its own mark hidden);
@@ -412,6 +411,45 @@ def _strands_cancelled(span: SpanView) -> list[_Found]:
     return found
 
 
+# The OpenAI Agents SDK's answer to a refused call, sent to the model as the call's output unless
+# the app gives its own (`RunState.reject(..., rejection_message=)`, `RunConfig.
+# tool_error_formatter`): openai-agents 0.24 `agents/tool.py` DEFAULT_APPROVAL_REJECTION_MESSAGE.
+OPENAI_AGENTS_REFUSAL = "Tool execution was not approved."
+
+
+def _openai_agents_refused(span: SpanView) -> list[_Found]:
+    """A resumed run's model call whose input answers a call of this turn with the SDK's
+    refusal: rejected. The GenAI instrumentations (OTel's, Traceloop's) write the input as
+    `gen_ai.input.messages` (`tool_call_response` parts), OpenInference as the Responses-API
+    items in `input.value` (`function_call_output`). The refused call runs no tool span
+    (openai-agents 0.24 resumes it in `run_internal/turn_resolution.py`, spanless). Traceloop
+    puts the item id (`fc_...`), not the call id, on the history's `tool_call` parts: the row
+    then names no tool, and `dedup` folds it into the call that waited."""
+    attrs = span.attributes
+    text = attrs.get("gen_ai.input.messages")
+    if isinstance(text, str) and OPENAI_AGENTS_REFUSAL in text:
+        parts = _message_parts(_this_turn(decode(text)[0]))
+        asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
+        answers = [(p.get("id"), p.get("response")) for p in parts
+                   if p.get("type") == "tool_call_response"]
+    else:
+        text = attrs.get("input.value")
+        if not isinstance(text, str) or OPENAI_AGENTS_REFUSAL not in text:
+            return []
+        items = _this_turn(decode(text)[0])
+        asked = _by_id([i for i in items if i.get("type") == "function_call"], "call_id")
+        answers = [(i.get("call_id"), i.get("output")) for i in items
+                   if i.get("type") == "function_call_output"]
+    found: list[_Found] = []
+    for call_id, output in answers:
+        if output == OPENAI_AGENTS_REFUSAL and _text(call_id):  # an id, or no call to name
+            call = asked.get(_text(call_id), {})
+            found.append((call.get("name") or "", call_id,
+                          as_arguments(call.get("arguments"))[0], REJECTED,
+                          f"rejected: {OPENAI_AGENTS_REFUSAL}"))
+    return found
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
@@ -442,6 +480,8 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
         found, convention = _ai_sdk_legacy(span), "genai"
     elif span.scope == MASTRA_SCOPE and span.attributes.get("mastra.span.type") == "agent_run":
         found, convention = _mastra(span), "genai"
+    elif found := _openai_agents_refused(span):
+        convention = "genai" if "gen_ai.input.messages" in span.attributes else "openinference"
     else:
         return []
     return [

@@ -246,6 +246,56 @@ def test_malformed_approval_marks_are_ignored(
         c.get("requested_in_turn", True) for t in expected["turns"] for c in t["calls"])
 
 
+OPENAI_AGENTS_REFUSALS = [
+    ("openai_agents_approval", "response", "input.value"),
+    ("openai_agents_otel_approval", "chat gpt-4o-mini", "gen_ai.input.messages"),
+    ("openai_agents_traceloop_approval", "openai.response", "gen_ai.input.messages"),
+]
+
+
+def _replace_in(request: ExportTraceServiceRequest, span_name: str, key: str, old: str,
+                new: str) -> int:
+    """Replace `old` by `new` in the string attribute `key` of the spans named `span_name`;
+    how many spans had it."""
+    count = 0
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                for a in span.attributes:
+                    if span.name == span_name and a.key == key and old in a.value.string_value:
+                        a.value.string_value = a.value.string_value.replace(old, new)
+                        count += 1
+    return count
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), OPENAI_AGENTS_REFUSALS)
+def test_openai_agents_refusal_is_the_sdk_text(name: str, span_name: str, key: str) -> None:
+    """OpenAI Agents: a refusal is read from the SDK's own answer to the model. With the app's
+    own text (`state.reject(item, rejection_message=...)`) nothing says the call was refused:
+    bob's call stays pending (not executed); alice's approval and carol's wait are unchanged."""
+    request, _ = load(name)
+    assert _replace_in(request, span_name, key, "Tool execution was not approved.",
+                       "Keep bob's account.") >= 1  # later turns repeat it as history
+    turns = turns_of(extract(request))
+    assert [[(c.call_id, c.status, c.executed) for c in t] for t in turns] == [
+        [("call_del_alice", "ok", True)], [("call_del_bob", "pending", False)],
+        [("call_del_carol", "pending", False)],
+    ]
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), OPENAI_AGENTS_REFUSALS)
+@pytest.mark.parametrize("bad_id", ["[1]", "{}", "null", "3"])
+def test_openai_agents_refusal_without_an_id_is_ignored(
+        name: str, span_name: str, key: str, bad_id: str) -> None:
+    """A refusal whose call id is no string names no call: it refuses nothing."""
+    request, _ = load(name)
+    id_key = '"call_id":' if key == "input.value" else '"id":'
+    assert sum(_replace_in(request, span_name, key, f'{id_key}{space}"call_del_bob"',
+                           f"{id_key}{bad_id}") for space in ("", " ")) >= 1
+    turns = turns_of(extract(request))
+    assert [c.status for t in turns for c in t] == ["ok", "pending", "pending"]
+
+
 def _set(request: ExportTraceServiceRequest, span_name: str, key: str, value: str,
          trace_index: int = 0) -> None:
     """Set a string attribute of the spans named `span_name` in the `trace_index`-th trace."""
