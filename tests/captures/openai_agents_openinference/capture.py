@@ -30,7 +30,8 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-offline-fake")
 if INSTR == "otel":  # content capture is opt-in for the official OTel GenAI instrumentations
     os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-provider, exporter = _common.setup_tracing(os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-openai-agents"))
+provider, exporter = _common.setup_tracing(os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-openai-agents"),
+                                          processor=INSTR != "traceloop")
 
 import httpx2 as httpx  # noqa: E402  (openai>=3 uses the httpx2 fork)
 from openai import AsyncOpenAI  # noqa: E402
@@ -65,13 +66,19 @@ else:
                        "opentelemetry-util-genai")
     elif INSTR == "traceloop":
         from agents import set_trace_processors  # noqa: E402
-        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+        from traceloop.sdk import Traceloop  # noqa: E402
+        from traceloop.sdk.instruments import Instruments  # noqa: E402
+        from traceloop.sdk.tracing import set_conversation_id  # noqa: E402
 
-        # This instrumentation only *adds* its processor; drop the SDK's default exporter to OpenAI's
-        # backend first (it would try the network).
+        # Traceloop's SDK, as its docs set it up: `Traceloop.init` (here with a custom exporter,
+        # no telemetry, only the OpenAI Agents instrumentation) adds its processor, which stamps
+        # the id of `set_conversation_id` (its "Sessions" docs) on every span as
+        # `gen_ai.conversation.id`. Its instrumentation only *adds* its agents-SDK processor:
+        # drop the SDK's default exporter to OpenAI's backend first (it would try the network).
         set_trace_processors([])
-        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
-        INSTR_DISTS = ("opentelemetry-instrumentation-openai-agents",)
+        Traceloop.init(app_name="tooltrail-capture", exporter=exporter, disable_batch=True,
+                       telemetry_enabled=False, instruments={Instruments.OPENAI_AGENTS})
+        INSTR_DISTS = ("traceloop-sdk", "opentelemetry-instrumentation-openai-agents")
     else:
         raise SystemExit(f"unknown CAPTURE_INSTRUMENTATION {INSTR}")
 
@@ -185,6 +192,8 @@ async def main():
     )
     session = SQLiteSession(CONV_ID)
     run_config = RunConfig(group_id=CONV_ID, workflow_name="travel_assistant_chat")
+    if INSTR == "traceloop":
+        set_conversation_id(CONV_ID)  # Traceloop's way; it drops the agents SDK's group_id
     if APPROVAL:
         agent = agent.clone(tools=[delete_account])
         for user_input, approve, _ in APPROVAL_TURNS:
@@ -254,8 +263,6 @@ if APPROVAL:
         "with its result and no call id, in the same trace. Rejected: no tool span; the resumed "
         "model call's input answers the call with the SDK's 'Tool execution was not approved.'."
     )
-    if INSTR == "traceloop":
-        expected["conversation_id"] = None  # group_id dropped: each trace keyed by itself
 if APPROVAL:  # what the script answered (the trace may not show it)
     expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected",
                                 "call_del_carol": "never answered"}

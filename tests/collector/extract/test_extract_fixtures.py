@@ -22,11 +22,9 @@ from collector.model import Batch, ToolCall
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
-# Traceloop's OpenAI Agents instrumentation drops `group_id` and exports no conversation id at
-# all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.
-# Semantic Kernel exports no conversation id either (its thread id never reaches a span).
-NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
-NO_CONVERSATION_ID |= {"openai_agents_traceloop_approval"}  # every run keyed by its own trace
+# Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
+# is a conversation of its own, keyed by its trace.
+NO_CONVERSATION_ID = {"semantic_kernel"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
