@@ -49,7 +49,9 @@ second tool span with the same call id in a later turn. Two ways to tell:
 - Vercel AI SDK 7 `toolApproval` (`@ai-sdk/otel` 1.0, both integrations): the asking run ends
   with finish reason `tool-calls` on its root and the request in its output, no tool span
   (pending); a refusal is an `execution-denied` tool result in the next run's model input
-  (rejected); the approved call runs in the next run (capture `tests/captures/vercel_ai_7*`);
+  (rejected); the approved call runs in the next run (under `LegacyOpenTelemetry` with no
+  tool span: its `tool-result` in that run's model input is the execution) (capture
+  `tests/captures/vercel_ai_7*`);
 - Mastra `requireApproval` (`@mastra/otel-exporter` 1.4): the asking `agent_run` span's output
   says `suspended` / `tool-call-approval` with the call id (pending); a decline resumes as a
   nested `agent_run` in the same trace whose input is `{"approved": false, ...}` (rejected);
@@ -64,6 +66,7 @@ An approval that never comes stays pending. The plumbing call that asks the user
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -319,25 +322,48 @@ def _ai_sdk(span: SpanView) -> list[_Found]:
     return found
 
 
-def _ai_sdk_legacy(span: SpanView) -> list[_Found]:
-    """`_ai_sdk` on the `ai.*` spans: the root `ai.generateText` has `ai.response.finishReason`
-    and `ai.response.toolCalls`; a `doGenerate` span's `ai.prompt.messages` has the refusal as
-    a `tool-result` whose output is `{"type": "execution-denied"}`."""
+def _ai_sdk_legacy(span: SpanView) -> list[tuple[_Found, Any]]:
+    """`_ai_sdk` on the `ai.*` spans, each row with the call's result: the root `ai.generateText`
+    has `ai.response.finishReason` and `ai.response.toolCalls` (pending); a `doGenerate` span's
+    `ai.prompt.messages` has this turn's tool answers: a `tool-result` whose output is
+    `{"type": "execution-denied"}` is the refusal, any other one an execution (its `value` the
+    result, `error-*` a failure). `LegacyOpenTelemetry` starts a tool span only inside a step
+    (`@ai-sdk/otel` 1.0 `legacy-open-telemetry.ts` `onToolExecutionStart`), so the approved
+    call, which the resumed run executes before its first step, is seen only as its result in
+    that step's input; an answer whose tool span exists folds into it (`dedup`, same call id)."""
     attrs = span.attributes
     if span.parent_span_id is None and attrs.get("ai.operationId") in AI_SDK_ROOTS:
         if attrs.get("ai.response.finishReason") != "tool-calls":
             return []
-        return [(c.get("toolName"), c.get("toolCallId"), as_arguments(c.get("input"))[0],
-                 PENDING, None) for c in _dicts(decode(attrs.get("ai.response.toolCalls"))[0])]
+        return [((c.get("toolName"), c.get("toolCallId"), as_arguments(c.get("input"))[0],
+                  PENDING, None), None)
+                for c in _dicts(decode(attrs.get("ai.response.toolCalls"))[0])]
     text = attrs.get("ai.prompt.messages")
+    # only a prompt that ends with tool answers (a later step, or a resumed run) has any
     if attrs.get("ai.operationId") not in AI_SDK_LEGACY_LLM or not isinstance(text, str) \
-            or "execution-denied" not in text:
+            or not text.startswith('{"role":"tool"', text.rfind('{"role":')):
         return []
-    parts = [p for m in _this_turn(decode(text)[0]) if m.get("role") == "tool"
-             for p in _dicts(m.get("content"))]
-    return [(p.get("toolName"), p.get("toolCallId"), None, REJECTED, "rejected")
-            for p in parts if p.get("type") == "tool-result"
-            and isinstance(p.get("output"), dict) and p["output"].get("type") == "execution-denied"]
+    messages = _this_turn(decode(text)[0])
+    asked = _by_id([p for m in messages if m.get("role") == "assistant"
+                    for p in _dicts(m.get("content")) if p.get("type") == "tool-call"],
+                   "toolCallId")
+    return [_ai_sdk_answer(p, asked.get(_text(p.get("toolCallId")), {}))
+            for m in messages if m.get("role") == "tool" for p in _dicts(m.get("content"))
+            if p.get("type") == "tool-result" and isinstance(p.get("output"), dict)]
+
+
+def _ai_sdk_answer(part: dict[str, Any], call: dict[str, Any]) -> tuple[_Found, Any]:
+    """One AI SDK `tool-result` part (`ToolResultOutput`: `text`/`json`/`content` value,
+    `error-text`/`error-json`, `execution-denied`) as a row and its result."""
+    output, name, call_id = part["output"], part.get("toolName"), part.get("toolCallId")
+    arguments = as_arguments(call.get("input"))[0]
+    kind, value = output.get("type"), output.get("value")
+    if kind == "execution-denied":
+        return (name, call_id, arguments, REJECTED, "rejected"), None
+    if isinstance(kind, str) and kind.startswith("error-"):
+        error = value if isinstance(value, str) else json.dumps(value)
+        return (name, call_id, arguments, "error", error or "error"), None
+    return (name, call_id, arguments, "ok", None), value
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -458,8 +484,10 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     the run ended with (its `approvals`; the `calls` to execute externally are not approvals),
     or Agent Framework's `invoke_agent` span (a `function_approval_request` part in its output
     messages: pending; a `function_approval_response` with `approved: false` in its input
-    messages: rejected), or the Pydantic AI, Strands, AI SDK 7 and Mastra spans the module
-    docstring names; [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    messages: rejected), or the Pydantic AI, Strands, AI SDK 7, Mastra and OpenAI Agents spans
+    the module docstring names (AI SDK 7 legacy: with the executions its tool answers show);
+    [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    results: list[Any] = []  # the results of executions read from a run's messages
     if span.name == LANGCHAIN_HITL_NODE:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
@@ -477,7 +505,8 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     elif span.scope == AI_SDK_SCOPE:
         found, convention = _ai_sdk(span), "genai"
     elif span.scope == AI_SDK_LEGACY_SCOPE:
-        found, convention = _ai_sdk_legacy(span), "genai"
+        answers = _ai_sdk_legacy(span)
+        found, results, convention = [f for f, _ in answers], [r for _, r in answers], "genai"
     elif span.scope == MASTRA_SCOPE and span.attributes.get("mastra.span.type") == "agent_run":
         found, convention = _mastra(span), "genai"
     elif found := _openai_agents_refused(span):
@@ -488,7 +517,8 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
         ToolCall(
             trace_id=span.trace_id, span_id=f"{span.span_id}#{j}", parent_span_id=span.span_id,
             name=name, call_id=call_id if isinstance(call_id, str) else None,
-            arguments=arguments, arguments_raw=None, result=None, error=error,
+            arguments=arguments, arguments_raw=None, result=results[j] if results else None,
+            error=error,
             status=status, start_ns=span.start_ns, end_ns=span.end_ns,
             convention=convention, attributes=span.attributes,
         )

@@ -23,10 +23,10 @@ def test_every_capture_is_counted() -> None:
     assert sorted(listed) == folders
 
 
-def test_an_approval_is_seen_only_as_the_trace_shows_it() -> None:
-    """AI SDK 7 under `LegacyOpenTelemetry` exports no span for the approved execution, so of
-    the user's three answers the refusal and the unanswered request are there; OpenAI Agents
-    resumed inside the asking run's `trace()` shows all three under each instrumentation."""
-    assert coverage.capture("vercel_ai_7_legacy").answers == {"refused", "unanswered"}
-    for name in ("openai_agents_approval", "openai_agents_otel_approval"):
-        assert coverage.capture(name).answers == {"approved", "refused", "unanswered"}
+def test_every_answer_is_seen_where_the_trace_shows_it_only_in_messages() -> None:
+    """Approvals whose answer reaches no tool span: AI SDK 7 `LegacyOpenTelemetry` (the approved
+    execution's result only in the next model input) and OpenAI Agents resumed inside the
+    asking run's `trace()` (the refusal only in the next model input) show all three answers."""
+    for name in ("vercel_ai_7_legacy", "openai_agents_approval", "openai_agents_otel_approval",
+                 "openai_agents_traceloop_approval"):
+        assert coverage.capture(name).answers == {"approved", "refused", "unanswered"}, name
