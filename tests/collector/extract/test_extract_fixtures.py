@@ -281,6 +281,30 @@ def test_openai_agents_refusal_is_the_sdk_text(name: str, span_name: str, key: s
     ]
 
 
+@pytest.mark.parametrize(("name", "span_name", "key"), [
+    ("openai_agents_approval", "delete_account", "input.value"),
+    ("openai_agents_otel_approval", "execute_tool delete_account", "gen_ai.tool.call.arguments"),
+    ("openai_agents_traceloop_approval", "delete_account.tool", "gen_ai.tool.call.arguments"),
+])
+def test_a_later_call_of_other_arguments_does_not_answer_the_waiting_one(
+        name: str, span_name: str, key: str) -> None:
+    """OpenAI Agents resumed in the asking trace: the approved execution answers the waiting
+    call by name and arguments (no call id on either span). An execution of other arguments
+    in that trace is another call: alice's stays pending, mallory's runs unrequested."""
+    request, _ = load(name)
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
+             if s.name == span_name and any(a.key == "output.value" or a.key ==
+                                            "gen_ai.tool.call.result" for a in s.attributes)]
+    executed = min(spans, key=lambda s: s.start_time_unix_nano)  # alice's approved execution
+    (attr,) = [a for a in executed.attributes if a.key == key]
+    attr.value.string_value = attr.value.string_value.replace("alice", "mallory")
+    first = turns_of(extract(request))[0]
+    assert [(c.arguments, c.call_id, c.status, c.executed) for c in first] == [
+        ({"login": "alice"}, "call_del_alice", "pending", False),
+        ({"login": "mallory"}, None, "ok", True),
+    ]
+
+
 @pytest.mark.parametrize(("name", "span_name", "key"), OPENAI_AGENTS_REFUSALS)
 @pytest.mark.parametrize("bad_id", ["[1]", "{}", "null", "3"])
 def test_openai_agents_refusal_without_an_id_is_ignored(
