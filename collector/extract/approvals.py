@@ -9,15 +9,16 @@ second tool span with the same call id in a later turn. Two ways to tell:
   call with `{"error": "This tool call requires confirmation, please approve or reject."}`
   until the user confirms, and with `{"error": "This tool call is rejected."}` when the user
   refuses (google-adk 2.13 `tools/_confirmation_utils.py`; capture `tests/captures/adk_approval`);
+  CrewAI's result for a call its before-tool-call hook blocked is `Tool execution blocked by
+  hook. Tool: {name}` (rejected; capture `tests/captures/crewai_openinference_approval`);
 - OpenInference's OpenAI Agents instrumentation: a TOOL span that ended OK with no
   `output.value` never ran to completion (it writes the output of every finished call, an
   error's too); the OpenAI Agents SDK ends the function span of a `needs_approval` call so at
-  the interruption, and the resumed
-  run's spans never reach the exporter under openinference-instrumentation-openai-agents 2.6.0
-  (capture `tests/captures/openai_agents_approval`): the outcome is not in the trace. Under
-  the OTel GenAI instrumentation the asking run's `execute_tool` span has arguments and no
-  result, and the resumed run is a trace of its own rooted at `invoke_agent` **without**
-  `gen_ai.conversation.id` (capture `tests/captures/openai_agents_otel_approval`);
+  the interruption. The OTel GenAI and Traceloop instrumentations: an `execute_tool` span with
+  arguments and no result (`waiting_span`). The resumed run is in the trace only when the app
+  runs both in one `trace()`: the approved call is then a second tool span (`dedup` folds the
+  two), a refusal the SDK's text in the next model call's input (`_openai_agents_refused`;
+  captures `tests/captures/openai_agents_approval`, `..._otel_approval`, `..._traceloop_approval`);
 - a later turn executes the same call id (`reconcile.settle`): an earlier span of it that has
   neither a result nor an error was the call waiting, not an execution; so was an earlier
   request that no span executed (a run stopped before the tool, its own mark hidden);
@@ -50,7 +51,9 @@ second tool span with the same call id in a later turn. Two ways to tell:
 - Vercel AI SDK 7 `toolApproval` (`@ai-sdk/otel` 1.0, both integrations): the asking run ends
   with finish reason `tool-calls` on its root and the request in its output, no tool span
   (pending); a refusal is an `execution-denied` tool result in the next run's model input
-  (rejected); the approved call runs in the next run (capture `tests/captures/vercel_ai_7*`);
+  (rejected); the approved call runs in the next run (under `LegacyOpenTelemetry` with no
+  tool span: its `tool-result` in that run's model input is the execution) (capture
+  `tests/captures/vercel_ai_7*`);
 - Mastra `requireApproval` (`@mastra/otel-exporter` 1.4): the asking `agent_run` span's output
   says `suspended` / `tool-call-approval` with the call id (pending); a decline resumes as a
   nested `agent_run` in the same trace whose input is `{"approved": false, ...}` (rejected);
@@ -65,6 +68,7 @@ An approval that never comes stays pending. The plumbing call that asks the user
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -79,6 +83,10 @@ UNEXECUTED = frozenset({PENDING, REJECTED})
 # The results frameworks give a call in place of its execution (exact texts, not guesses).
 _PENDING_TEXTS = frozenset({"This tool call requires confirmation, please approve or reject."})
 _REJECTED_TEXTS = frozenset({"This tool call is rejected."})
+# CrewAI's result for a call a before-tool-call hook (its documented approval gate) blocked,
+# followed by the tool's name (crewai 1.15 `agents/agent_executor.py`); its event-listener spans
+# record it as the tool span's output (capture `tests/captures/crewai_openinference_approval`).
+CREWAI_HOOK_BLOCKED = "Tool execution blocked by hook. Tool: "
 
 
 def _placeholder_text(result: Any) -> str | None:
@@ -89,6 +97,8 @@ def _placeholder_text(result: Any) -> str | None:
 
 def approval_status(result: Any) -> str | None:
     """`pending` / `rejected` when the span's result is a framework's approval placeholder."""
+    if isinstance(result, str) and result.startswith(CREWAI_HOOK_BLOCKED):
+        return REJECTED
     text = _placeholder_text(result)
     if text in _PENDING_TEXTS:
         return PENDING
@@ -320,25 +330,48 @@ def _ai_sdk(span: SpanView) -> list[_Found]:
     return found
 
 
-def _ai_sdk_legacy(span: SpanView) -> list[_Found]:
-    """`_ai_sdk` on the `ai.*` spans: the root `ai.generateText` has `ai.response.finishReason`
-    and `ai.response.toolCalls`; a `doGenerate` span's `ai.prompt.messages` has the refusal as
-    a `tool-result` whose output is `{"type": "execution-denied"}`."""
+def _ai_sdk_legacy(span: SpanView) -> list[tuple[_Found, Any]]:
+    """`_ai_sdk` on the `ai.*` spans, each row with the call's result: the root `ai.generateText`
+    has `ai.response.finishReason` and `ai.response.toolCalls` (pending); a `doGenerate` span's
+    `ai.prompt.messages` has this turn's tool answers: a `tool-result` whose output is
+    `{"type": "execution-denied"}` is the refusal, any other one an execution (its `value` the
+    result, `error-*` a failure). `LegacyOpenTelemetry` starts a tool span only inside a step
+    (`@ai-sdk/otel` 1.0 `legacy-open-telemetry.ts` `onToolExecutionStart`), so the approved
+    call, which the resumed run executes before its first step, is seen only as its result in
+    that step's input; an answer whose tool span exists folds into it (`dedup`, same call id)."""
     attrs = span.attributes
     if span.parent_span_id is None and attrs.get("ai.operationId") in AI_SDK_ROOTS:
         if attrs.get("ai.response.finishReason") != "tool-calls":
             return []
-        return [(c.get("toolName"), c.get("toolCallId"), as_arguments(c.get("input"))[0],
-                 PENDING, None) for c in _dicts(decode(attrs.get("ai.response.toolCalls"))[0])]
+        return [((c.get("toolName"), c.get("toolCallId"), as_arguments(c.get("input"))[0],
+                  PENDING, None), None)
+                for c in _dicts(decode(attrs.get("ai.response.toolCalls"))[0])]
     text = attrs.get("ai.prompt.messages")
+    # only a prompt that ends with tool answers (a later step, or a resumed run) has any
     if attrs.get("ai.operationId") not in AI_SDK_LEGACY_LLM or not isinstance(text, str) \
-            or "execution-denied" not in text:
+            or not text.startswith('{"role":"tool"', text.rfind('{"role":')):
         return []
-    parts = [p for m in _this_turn(decode(text)[0]) if m.get("role") == "tool"
-             for p in _dicts(m.get("content"))]
-    return [(p.get("toolName"), p.get("toolCallId"), None, REJECTED, "rejected")
-            for p in parts if p.get("type") == "tool-result"
-            and isinstance(p.get("output"), dict) and p["output"].get("type") == "execution-denied"]
+    messages = _this_turn(decode(text)[0])
+    asked = _by_id([p for m in messages if m.get("role") == "assistant"
+                    for p in _dicts(m.get("content")) if p.get("type") == "tool-call"],
+                   "toolCallId")
+    return [_ai_sdk_answer(p, asked.get(_text(p.get("toolCallId")), {}))
+            for m in messages if m.get("role") == "tool" for p in _dicts(m.get("content"))
+            if p.get("type") == "tool-result" and isinstance(p.get("output"), dict)]
+
+
+def _ai_sdk_answer(part: dict[str, Any], call: dict[str, Any]) -> tuple[_Found, Any]:
+    """One AI SDK `tool-result` part (`ToolResultOutput`: `text`/`json`/`content` value,
+    `error-text`/`error-json`, `execution-denied`) as a row and its result."""
+    output, name, call_id = part["output"], part.get("toolName"), part.get("toolCallId")
+    arguments = as_arguments(call.get("input"))[0]
+    kind, value = output.get("type"), output.get("value")
+    if kind == "execution-denied":
+        return (name, call_id, arguments, REJECTED, "rejected"), None
+    if isinstance(kind, str) and kind.startswith("error-"):
+        error = value if isinstance(value, str) else json.dumps(value)
+        return (name, call_id, arguments, "error", error or "error"), None
+    return (name, call_id, arguments, "ok", None), value
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -412,6 +445,45 @@ def _strands_cancelled(span: SpanView) -> list[_Found]:
     return found
 
 
+# The OpenAI Agents SDK's answer to a refused call, sent to the model as the call's output unless
+# the app gives its own (`RunState.reject(..., rejection_message=)`, `RunConfig.
+# tool_error_formatter`): openai-agents 0.24 `agents/tool.py` DEFAULT_APPROVAL_REJECTION_MESSAGE.
+OPENAI_AGENTS_REFUSAL = "Tool execution was not approved."
+
+
+def _openai_agents_refused(span: SpanView) -> list[_Found]:
+    """A resumed run's model call whose input answers a call of this turn with the SDK's
+    refusal: rejected. The GenAI instrumentations (OTel's, Traceloop's) write the input as
+    `gen_ai.input.messages` (`tool_call_response` parts), OpenInference as the Responses-API
+    items in `input.value` (`function_call_output`). The refused call runs no tool span
+    (openai-agents 0.24 resumes it in `run_internal/turn_resolution.py`, spanless). Traceloop
+    puts the item id (`fc_...`), not the call id, on the history's `tool_call` parts: the row
+    then names no tool, and `dedup` folds it into the call that waited."""
+    attrs = span.attributes
+    text = attrs.get("gen_ai.input.messages")
+    if isinstance(text, str) and OPENAI_AGENTS_REFUSAL in text:
+        parts = _message_parts(_this_turn(decode(text)[0]))
+        asked = _by_id([p for p in parts if p.get("type") == "tool_call"], "id")
+        answers = [(p.get("id"), p.get("response")) for p in parts
+                   if p.get("type") == "tool_call_response"]
+    else:
+        text = attrs.get("input.value")
+        if not isinstance(text, str) or OPENAI_AGENTS_REFUSAL not in text:
+            return []
+        items = _this_turn(decode(text)[0])
+        asked = _by_id([i for i in items if i.get("type") == "function_call"], "call_id")
+        answers = [(i.get("call_id"), i.get("output")) for i in items
+                   if i.get("type") == "function_call_output"]
+    found: list[_Found] = []
+    for call_id, output in answers:
+        if output == OPENAI_AGENTS_REFUSAL and _text(call_id):  # an id, or no call to name
+            call = asked.get(_text(call_id), {})
+            found.append((call.get("name") or "", call_id,
+                          as_arguments(call.get("arguments"))[0], REJECTED,
+                          f"rejected: {OPENAI_AGENTS_REFUSAL}"))
+    return found
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
@@ -420,8 +492,10 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     the run ended with (its `approvals`; the `calls` to execute externally are not approvals),
     or Agent Framework's `invoke_agent` span (a `function_approval_request` part in its output
     messages: pending; a `function_approval_response` with `approved: false` in its input
-    messages: rejected), or the Pydantic AI, Strands, AI SDK 7 and Mastra spans the module
-    docstring names; [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    messages: rejected), or the Pydantic AI, Strands, AI SDK 7, Mastra and OpenAI Agents spans
+    the module docstring names (AI SDK 7 legacy: with the executions its tool answers show);
+    [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
+    results: list[Any] = []  # the results of executions read from a run's messages
     if span.name == LANGCHAIN_HITL_NODE:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
@@ -439,16 +513,20 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     elif span.scope == AI_SDK_SCOPE:
         found, convention = _ai_sdk(span), "genai"
     elif span.scope == AI_SDK_LEGACY_SCOPE:
-        found, convention = _ai_sdk_legacy(span), "genai"
+        answers = _ai_sdk_legacy(span)
+        found, results, convention = [f for f, _ in answers], [r for _, r in answers], "genai"
     elif span.scope == MASTRA_SCOPE and span.attributes.get("mastra.span.type") == "agent_run":
         found, convention = _mastra(span), "genai"
+    elif found := _openai_agents_refused(span):
+        convention = "genai" if "gen_ai.input.messages" in span.attributes else "openinference"
     else:
         return []
     return [
         ToolCall(
             trace_id=span.trace_id, span_id=f"{span.span_id}#{j}", parent_span_id=span.span_id,
             name=name, call_id=call_id if isinstance(call_id, str) else None,
-            arguments=arguments, arguments_raw=None, result=None, error=error,
+            arguments=arguments, arguments_raw=None, result=results[j] if results else None,
+            error=error,
             status=status, start_ns=span.start_ns, end_ns=span.end_ns,
             convention=convention, attributes=span.attributes,
         )

@@ -8,7 +8,11 @@
   same-name call;
 - the same call id is one call;
 - two instrumentations of one call: same name and canonical arguments, overlapping in time,
-  not siblings (two siblings are two parallel calls).
+  not siblings (two siblings are two parallel calls);
+- a call that waited for the user and is answered later in the same trace (`_answers_waiting`):
+  the OpenAI Agents SDK resumed inside the asking run's `trace()` runs the approved call as a
+  second tool span, or answers a refusal in the model's input, neither with the tool span's
+  (absent) call id: same name and canonical arguments, after the waiting row ended.
 
 The outer (earlier) span is kept; fields it lacks are filled from the duplicate; but a row that
 knows more of the call's fate wins (`_outcome`: executed over refused over waiting).
@@ -49,6 +53,7 @@ def merge(primary: ToolCall, other: ToolCall) -> ToolCall:
                               else other.error)
     return dataclasses.replace(
         primary,
+        name=primary.name or other.name,
         call_id=primary.call_id or other.call_id,
         arguments=arguments,
         arguments_raw=raw,
@@ -77,8 +82,12 @@ class _Kept:
     by_name: dict[str, list[str]] = field(default_factory=dict)
     canon: dict[str, str | None] = field(default_factory=dict)
 
+    waiting: list[str] = field(default_factory=list)  # pending rows, in start order
+
     def add(self, call: ToolCall) -> None:
         self.calls[call.span_id] = call
+        if call.status == PENDING:
+            self.waiting.append(call.span_id)
         self.by_name.setdefault(call.name, []).append(call.span_id)
         if call.call_id:
             self.by_id.setdefault(call.call_id, call.span_id)
@@ -140,6 +149,7 @@ def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Co
             _nested_in(call, walk, kept)
             or _same_call(call, kept)
             or _contained_in(call, kept)
+            or _answers_waiting(call, kept)
         )
         if target is None:
             kept.add(call)
@@ -200,3 +210,22 @@ def _contained_in(call: ToolCall, kept: _Kept) -> str | None:
         and other.start_ns <= call.start_ns and call.end_ns <= other.end_ns
     ]
     return max(inside, key=lambda o: (o.start_ns, -o.end_ns)).span_id if inside else None
+
+
+def _answers_waiting(call: ToolCall, kept: _Kept) -> str | None:
+    """The pending row `call` answers (runs or refuses): one that ended before `call` started,
+    whose id agrees, of the same name and canonical arguments — or, when `call` names no tool
+    or no arguments (a refusal read from a model's input that could not name its call), the
+    only such waiting row."""
+    if call.status == PENDING or not kept.waiting:
+        return None
+    waiting = [
+        w for s in kept.waiting
+        if (w := kept.calls.get(s)) is not None and w.status == PENDING
+        and w.end_ns <= call.start_ns and ids_agree(w, call)
+        and (not call.name or w.name == call.name)
+    ]
+    key = _canon(call) if call.name else None
+    if key is None:
+        return waiting[0].span_id if len(waiting) == 1 else None
+    return next((w.span_id for w in waiting if kept.canonical_arguments(w.span_id) == key), None)

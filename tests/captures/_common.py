@@ -33,14 +33,18 @@ class SeededIdGenerator(IdGenerator):
         return self._rng.getrandbits(128) or 1
 
 
-def setup_tracing(service_name: str, *, set_global: bool = True, seed: int = 4242):
-    """TracerProvider -> SimpleSpanProcessor -> InMemorySpanExporter."""
+def setup_tracing(service_name: str, *, set_global: bool = True, seed: int = 4242,
+                  processor: bool = True):
+    """TracerProvider -> SimpleSpanProcessor -> InMemorySpanExporter. `processor=False`: the
+    provider gets no processor, for an SDK that adds its own around the exporter
+    (`Traceloop.init(exporter=...)`)."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(
         resource=Resource.create({"service.name": service_name}),
         id_generator=SeededIdGenerator(seed),
     )
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    if processor:
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
     if set_global:
         trace.set_tracer_provider(provider)
     return provider, exporter

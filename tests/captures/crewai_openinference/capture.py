@@ -68,7 +68,41 @@ def convert_currency(amount: float, from_currency: str, to_currency: str) -> str
     raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
 
 
-TURNS, SCRIPT = _common.TURNS, _common.SCRIPT
+# CAPTURE_APPROVAL=1 (../crewai_openinference_approval): CrewAI's documented approval gate, a
+# before-tool-call hook that asks the user (`context.request_human_input`, which reads stdin) and
+# returns False to block the call. The hook answers in process: a call never waits across runs.
+APPROVAL = os.environ.get("CAPTURE_APPROVAL") == "1"
+if APPROVAL:
+    import io
+
+    from crewai.hooks import ToolCallHookContext, before_tool_call  # noqa: E402
+
+    CONV_ID = "conv-crewai-approval-0001"
+    USER_ANSWERS = {"call_del_alice": "approve", "call_del_bob": "no"}  # typed at the prompt
+    sys.stdin = io.StringIO("".join(f"{a}\n" for a in USER_ANSWERS.values()))
+
+    @tool("delete_account")
+    def delete_account(login: str) -> str:
+        """Delete a user's account (needs the user's approval)."""
+        return json.dumps({"deleted": login})
+
+    @before_tool_call
+    def approval_gate(context: ToolCallHookContext) -> bool | None:
+        if context.tool_name != "delete_account":
+            return None
+        answer = context.request_human_input(prompt=f"Delete {context.tool_input}?",
+                                             default_message="Type 'approve' to continue:")
+        return None if answer.lower() == "approve" else False
+
+    TURNS = [
+        ("Delete alice's account.", [[_common.call("delete_account", {"login": "alice"}, "call_del_alice")],
+                                     [_common.text("alice's account is deleted.")]]),
+        ("Delete bob's account.", [[_common.call("delete_account", {"login": "bob"}, "call_del_bob")],
+                                   [_common.text("I could not delete bob's account.")]]),
+    ]
+    SCRIPT = [r for _, rs in TURNS for r in rs]
+else:
+    TURNS, SCRIPT = _common.TURNS, _common.SCRIPT
 STATE = {"n": 0, "tools_seen": []}
 
 
@@ -116,7 +150,7 @@ assistant = Agent(
     goal="Help with travel questions. Use tools.",
     backstory="A travel assistant.",
     llm=llm,
-    tools=[get_weather, get_time, convert_currency],
+    tools=[delete_account] if APPROVAL else [get_weather, get_time, convert_currency],
     allow_delegation=False,
     verbose=False,
     max_iter=10,
@@ -154,6 +188,26 @@ expected = {
         "result and the turn continues. The model's call ids never reach a span (no LLM spans)."
     ),
 }
+if APPROVAL:
+    # alice: approved at the prompt, runs. bob: refused, the hook blocks it: the tool does not
+    # run, and "Tool execution blocked by hook. Tool: delete_account" is the call's result
+    # (crewai 1.15 `agents/agent_executor.py`): the event-listener TOOL span's `output.value`.
+    expected["turns"] = [
+        {"calls": [{"name": "delete_account", "arguments": {"login": "alice"}, "error": False,
+                    "step": 0, "call_id": "call_del_alice"}]},
+        {"calls": [{"name": "delete_account", "arguments": {"login": "bob"}, "error": True,
+                    "step": 0, "call_id": "call_del_bob", "status": "rejected"}]},
+    ]
+    expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected"}
+    expected["notes"] = (
+        "CrewAI's documented approval gate: a @before_tool_call hook asks the user "
+        "(context.request_human_input, stdin scripted 'approve' then 'no') and returns False to "
+        "block. Turn = one crew.kickoff. Event-listener mode (its LLM spans carry the call ids). "
+        "Approved: the tool span runs as any call; nothing in the trace says it waited. Refused: "
+        "the tool does not run, but the event-listener TOOL span exists with output.value "
+        "'Tool execution blocked by hook. Tool: delete_account' (wrapper mode has no span for it "
+        "at all). A call never waits across runs: no unanswered approval exists."
+    )
 _common.write_otlp(OUT, exporter.get_finished_spans())
 _common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()), "tools passed to llm:", STATE["tools_seen"])

@@ -30,7 +30,8 @@ os.environ.setdefault("OPENAI_API_KEY", "sk-offline-fake")
 if INSTR == "otel":  # content capture is opt-in for the official OTel GenAI instrumentations
     os.environ.setdefault("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
-provider, exporter = _common.setup_tracing(os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-openai-agents"))
+provider, exporter = _common.setup_tracing(os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-openai-agents"),
+                                          processor=INSTR != "traceloop")
 
 import httpx2 as httpx  # noqa: E402  (openai>=3 uses the httpx2 fork)
 from openai import AsyncOpenAI  # noqa: E402
@@ -65,17 +66,23 @@ else:
                        "opentelemetry-util-genai")
     elif INSTR == "traceloop":
         from agents import set_trace_processors  # noqa: E402
-        from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor  # noqa: E402
+        from traceloop.sdk import Traceloop  # noqa: E402
+        from traceloop.sdk.instruments import Instruments  # noqa: E402
+        from traceloop.sdk.tracing import set_conversation_id  # noqa: E402
 
-        # This instrumentation only *adds* its processor; drop the SDK's default exporter to OpenAI's
-        # backend first (it would try the network).
+        # Traceloop's SDK, as its docs set it up: `Traceloop.init` (here with a custom exporter,
+        # no telemetry, only the OpenAI Agents instrumentation) adds its processor, which stamps
+        # the id of `set_conversation_id` (its "Sessions" docs) on every span as
+        # `gen_ai.conversation.id`. Its instrumentation only *adds* its agents-SDK processor:
+        # drop the SDK's default exporter to OpenAI's backend first (it would try the network).
         set_trace_processors([])
-        OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
-        INSTR_DISTS = ("opentelemetry-instrumentation-openai-agents",)
+        Traceloop.init(app_name="tooltrail-capture", exporter=exporter, disable_batch=True,
+                       telemetry_enabled=False, instruments={Instruments.OPENAI_AGENTS})
+        INSTR_DISTS = ("traceloop-sdk", "opentelemetry-instrumentation-openai-agents")
     else:
         raise SystemExit(f"unknown CAPTURE_INSTRUMENTATION {INSTR}")
 
-from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool  # noqa: E402
+from agents import Agent, OpenAIResponsesModel, RunConfig, Runner, SQLiteSession, function_tool, trace  # noqa: E402
 
 # CAPTURE_APPROVAL=1 (../openai_agents_approval): a `needs_approval=True` tool and the SDK's
 # documented human-in-the-loop loop (result.interruptions -> state.approve/reject -> run(state)).
@@ -185,18 +192,19 @@ async def main():
     )
     session = SQLiteSession(CONV_ID)
     run_config = RunConfig(group_id=CONV_ID, workflow_name="travel_assistant_chat")
+    if INSTR == "traceloop":
+        set_conversation_id(CONV_ID)  # Traceloop's way; it drops the agents SDK's group_id
     if APPROVAL:
         agent = agent.clone(tools=[delete_account])
         for user_input, approve, _ in APPROVAL_TURNS:
-            with using_session(CONV_ID):
+            with trace(run_config.workflow_name, group_id=CONV_ID), using_session(CONV_ID):
                 result = await Runner.run(agent, user_input, session=session, run_config=run_config)
-            assert result.interruptions, "no approval asked"
-            if approve is None:
-                continue
-            state = result.to_state()
-            for item in result.interruptions:
-                (state.approve if approve else state.reject)(item)
-            with using_session(CONV_ID):
+                assert result.interruptions, "no approval asked"
+                if approve is None:
+                    continue
+                state = result.to_state()
+                for item in result.interruptions:
+                    (state.approve if approve else state.reject)(item)
                 result = await Runner.run(agent, state, session=session, run_config=run_config)
             print("turn output:", result.final_output)
         assert _n == len(SCRIPT), (_n, len(SCRIPT))
@@ -231,63 +239,29 @@ expected = {
         "instrumented by OpenInference)."
     ),
 }
-if APPROVAL and INSTR == "otel":
-    # The resumed runs are traces of their own, rooted at invoke_agent, with no conversation id
-    # (conversation = that trace); the approved execution has its result but no call id; the
-    # rejection leaves no tool span. The asking runs' tool spans: arguments, no result.
-    pending = lambda login: {"name": "delete_account", "arguments": {"login": login}, "error": False,  # noqa: E731
-                             "step": 0, "call_id": f"call_del_{login}", "status": "pending"}
+if APPROVAL:
+    # Each asking run and its resumed run are one SDK trace (`with trace(...)`, the SDK's way to
+    # make several runs one trace), so all three instrumentations export the resumed run under
+    # the asking run's root. Without it the resumed run re-attaches to the asking run's ended
+    # trace without notifying processors (openai-agents 0.24 `tracing/context.py`
+    # `create_trace_for_run` -> `reattach_trace`): OpenInference then drops its spans, the OTel
+    # GenAI and Traceloop instrumentations root them in a new trace with no conversation id.
+    def call(login, **more):
+        return {"name": "delete_account", "arguments": {"login": login}, "error": False, "step": 0,
+                "call_id": f"call_del_{login}", **more}
+
     expected["turns"] = [
-        {"calls": [pending("alice")]},
-        {"conversation_id": None, "calls": [{
-            "name": "delete_account", "arguments": {"login": "alice"}, "error": False, "step": 0,
-            "call_id": None, "status": "ok", "requested_in_turn": False}]},
-        {"calls": [pending("bob")]},
-        {"conversation_id": None, "calls": []},
-        {"calls": [pending("carol")]},
+        {"calls": [call("alice")]},  # pending tool span, then the executed one, one trace
+        {"calls": [call("bob", error=True, status="rejected")]},  # refusal in the model's input
+        {"calls": [call("carol", status="pending")]},  # never answered
     ]
-    expected["notes"] = (
-        "function_tool(needs_approval=True); the SDK's documented loop. Asking run: invoke_workflow "
-        "(gen_ai.conversation.id) > execute_tool with arguments, no result. Resumed run: a new trace "
-        "rooted at invoke_agent with NO conversation id (turn conversation_id null = keyed by its "
-        "trace); the approved execution has its result and no call id; a rejection emits no tool span."
-    )
-elif APPROVAL and INSTR == "traceloop":
-    # No conversation id at all (as ../openai_agents_traceloop): every run is a conversation of
-    # its own, keyed by its trace. Asking run: `Agent Workflow` > agent > `delete_account.tool`
-    # with arguments and no result. Resumed run: a trace rooted at the agent span (no workflow
-    # span); the approved execution has its result and no call id; a rejection emits no tool span.
-    pending = lambda login: {"name": "delete_account", "arguments": {"login": login}, "error": False,  # noqa: E731
-                             "step": 0, "call_id": f"call_del_{login}", "status": "pending"}
-    expected["conversation_id"] = None
-    expected["turns"] = [
-        {"calls": [pending("alice")]},
-        {"calls": [{"name": "delete_account", "arguments": {"login": "alice"}, "error": False,
-                    "step": 0, "call_id": None, "status": "ok", "requested_in_turn": False}]},
-        {"calls": [pending("bob")]},
-        {"calls": []},
-        {"calls": [pending("carol")]},
-    ]
-    expected["notes"] = (
-        "function_tool(needs_approval=True); the SDK's documented loop, under Traceloop's "
-        "instrumentation (group_id dropped: no conversation id, each run keyed by its trace). Asking "
-        "run: the tool span has gen_ai.tool.call.arguments and no result. Resumed run: a new trace "
-        "rooted at travel_assistant.agent; the approved execution has its result and no call id; a "
-        "rejection emits no tool span."
-    )
-elif APPROVAL:
-    # What the trace can show: each approval's tool span (arguments, no output) in the run that
-    # asked; the resumed runs' spans (the approved execution, the rejection) never reach the
-    # exporter, so every call stays pending in the trace, whatever the user answered.
-    expected["turns"] = [{"calls": [{
-        "name": "delete_account", "arguments": {"login": login}, "error": False, "step": 0,
-        "call_id": f"call_del_{login}", "status": "pending"}]} for login in ("alice", "bob", "carol")]
     expected["notes"] = (
         "function_tool(needs_approval=True); the SDK's documented loop: Runner.run -> "
-        "result.interruptions -> state.approve/reject -> Runner.run(agent, state). Each asking run "
-        "has its tool span with input.value and no output.value (status OK). The resumed runs "
-        "(approved execution, rejection, the model's answer) produce no exported span under "
-        "openinference-instrumentation-openai-agents: the outcome is not in the trace."
+        "result.interruptions -> state.approve/reject -> Runner.run(agent, state), each asking run "
+        "and its resumed run inside one `with trace(workflow_name, group_id=CONV_ID)`. Asking run: "
+        "the tool span has the arguments and no result. Approved: a second tool span of the call, "
+        "with its result and no call id, in the same trace. Rejected: no tool span; the resumed "
+        "model call's input answers the call with the SDK's 'Tool execution was not approved.'."
     )
 if APPROVAL:  # what the script answered (the trace may not show it)
     expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected",

@@ -106,14 +106,12 @@ export function expected({ integration, versions, convId, sessionNote }) {
   // execute (invoke_agent / ai.generateText finish reason `tool-calls`): pending. The approved call
   // runs in the next generateText under the same call id; under LegacyOpenTelemetry that execution
   // exports no span (its onToolExecutionStart needs a step span, and the approved call runs before
-  // the first step), so the capture cannot show it. A denial is the next run's model input: an
-  // `execution-denied` tool result (@ai-sdk/otel: tool_call_response {denied: true}): rejected.
+  // the first step), but its result is in the first step's model input (a tool-result in
+  // ai.prompt.messages). A denial is the next run's model input too: an `execution-denied` tool
+  // result (@ai-sdk/otel: tool_call_response {denied: true}): rejected.
   const alice = { login: 'alice' };
   const asked = (login) => c('delete_account', { login }, 0, `call_del_${login}`, { status: 'pending' });
-  const approvalTurns = LEGACY ? [
-    { calls: [asked('alice')] },
-    { calls: [] },
-  ] : [
+  const approvalTurns = [
     { calls: [asked('alice')] },
     { calls: [c('delete_account', alice, 0, 'call_del_alice', { requested_in_turn: false })] },
   ];
@@ -146,7 +144,8 @@ export function expected({ integration, versions, convId, sessionNote }) {
       + ' Turn 1 step 0 = two tool-call parts in one response (executed concurrently). convert_currency throws; the SDK '
       + "turns it into a tool-error part and the loop continues. Turns 4-8: toolApproval { delete_account: 'user-approval' }; "
       + 'each answer is a tool message with a tool-approval-response, then generateText again (AI SDK docs). '
-      + (LEGACY ? 'LegacyOpenTelemetry exports no span for the approved execution (it runs before the first step span). '
+      + (LEGACY ? 'LegacyOpenTelemetry exports no span for the approved execution (it runs before the first step span); '
+        + 'its result is the tool-result in the first doGenerate\'s ai.prompt.messages. '
         : 'The approved call runs at the start of the next generateText, under invoke_agent, before step 1. ')
       + 'A run that stops for approval ends with finish reason tool-calls and the request unexecuted: pending. '
       + 'The denial is the next run\'s model input: an execution-denied tool result '

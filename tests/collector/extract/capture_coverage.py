@@ -38,7 +38,7 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("LangChain / LangGraph 1.x", ("langchain_agent_openinference", "langchain_agent_approval",
                                    "langgraph_openinference")),
     ("Strands", ("strands", "strands_approval")),
-    ("CrewAI", ("crewai_openinference",)),
+    ("CrewAI", ("crewai_openinference", "crewai_openinference_approval")),
     ("Semantic Kernel", ("semantic_kernel",)),
     ("Microsoft Agent Framework", ("agent_framework", "agent_framework_approval")),
     ("OpenInference JS (AI SDK 7)", ("vercel_ai_7_openinference",)),

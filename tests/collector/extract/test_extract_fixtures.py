@@ -22,11 +22,9 @@ from collector.model import Batch, ToolCall
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
-# Traceloop's OpenAI Agents instrumentation drops `group_id` and exports no conversation id at
-# all (tests/captures/README.md): each turn is a conversation of its own, keyed by its trace.
-# Semantic Kernel exports no conversation id either (its thread id never reaches a span).
-NO_CONVERSATION_ID = {"openai_agents_traceloop", "semantic_kernel"}
-NO_CONVERSATION_ID |= {"openai_agents_traceloop_approval"}  # every run keyed by its own trace
+# Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
+# is a conversation of its own, keyed by its trace.
+NO_CONVERSATION_ID = {"semantic_kernel"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
@@ -244,6 +242,80 @@ def test_malformed_approval_marks_are_ignored(
                for c in marks)  # whatever is left is one of the real calls
     assert len([c for c in batch.calls if not c.executed]) == sum(
         c.get("requested_in_turn", True) for t in expected["turns"] for c in t["calls"])
+
+
+OPENAI_AGENTS_REFUSALS = [
+    ("openai_agents_approval", "response", "input.value"),
+    ("openai_agents_otel_approval", "chat gpt-4o-mini", "gen_ai.input.messages"),
+    ("openai_agents_traceloop_approval", "openai.response", "gen_ai.input.messages"),
+]
+
+
+def _replace_in(request: ExportTraceServiceRequest, span_name: str, key: str, old: str,
+                new: str) -> int:
+    """Replace `old` by `new` in the string attribute `key` of the spans named `span_name`;
+    how many spans had it."""
+    count = 0
+    for rs in request.resource_spans:
+        for ss in rs.scope_spans:
+            for span in ss.spans:
+                for a in span.attributes:
+                    if span.name == span_name and a.key == key and old in a.value.string_value:
+                        a.value.string_value = a.value.string_value.replace(old, new)
+                        count += 1
+    return count
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), OPENAI_AGENTS_REFUSALS)
+def test_openai_agents_refusal_is_the_sdk_text(name: str, span_name: str, key: str) -> None:
+    """OpenAI Agents: a refusal is read from the SDK's own answer to the model. With the app's
+    own text (`state.reject(item, rejection_message=...)`) nothing says the call was refused:
+    bob's call stays pending (not executed); alice's approval and carol's wait are unchanged."""
+    request, _ = load(name)
+    assert _replace_in(request, span_name, key, "Tool execution was not approved.",
+                       "Keep bob's account.") >= 1  # later turns repeat it as history
+    turns = turns_of(extract(request))
+    assert [[(c.call_id, c.status, c.executed) for c in t] for t in turns] == [
+        [("call_del_alice", "ok", True)], [("call_del_bob", "pending", False)],
+        [("call_del_carol", "pending", False)],
+    ]
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), [
+    ("openai_agents_approval", "delete_account", "input.value"),
+    ("openai_agents_otel_approval", "execute_tool delete_account", "gen_ai.tool.call.arguments"),
+    ("openai_agents_traceloop_approval", "delete_account.tool", "gen_ai.tool.call.arguments"),
+])
+def test_a_later_call_of_other_arguments_does_not_answer_the_waiting_one(
+        name: str, span_name: str, key: str) -> None:
+    """OpenAI Agents resumed in the asking trace: the approved execution answers the waiting
+    call by name and arguments (no call id on either span). An execution of other arguments
+    in that trace is another call: alice's stays pending, mallory's runs unrequested."""
+    request, _ = load(name)
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans
+             if s.name == span_name and any(a.key == "output.value" or a.key ==
+                                            "gen_ai.tool.call.result" for a in s.attributes)]
+    executed = min(spans, key=lambda s: s.start_time_unix_nano)  # alice's approved execution
+    (attr,) = [a for a in executed.attributes if a.key == key]
+    attr.value.string_value = attr.value.string_value.replace("alice", "mallory")
+    first = turns_of(extract(request))[0]
+    assert [(c.arguments, c.call_id, c.status, c.executed) for c in first] == [
+        ({"login": "alice"}, "call_del_alice", "pending", False),
+        ({"login": "mallory"}, None, "ok", True),
+    ]
+
+
+@pytest.mark.parametrize(("name", "span_name", "key"), OPENAI_AGENTS_REFUSALS)
+@pytest.mark.parametrize("bad_id", ["[1]", "{}", "null", "3"])
+def test_openai_agents_refusal_without_an_id_is_ignored(
+        name: str, span_name: str, key: str, bad_id: str) -> None:
+    """A refusal whose call id is no string names no call: it refuses nothing."""
+    request, _ = load(name)
+    id_key = '"call_id":' if key == "input.value" else '"id":'
+    assert sum(_replace_in(request, span_name, key, f'{id_key}{space}"call_del_bob"',
+                           f"{id_key}{bad_id}") for space in ("", " ")) >= 1
+    turns = turns_of(extract(request))
+    assert [c.status for t in turns for c in t] == ["ok", "pending", "pending"]
 
 
 def _set(request: ExportTraceServiceRequest, span_name: str, key: str, value: str,
