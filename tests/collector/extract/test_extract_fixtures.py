@@ -293,6 +293,12 @@ def test_semantic_kernel_refusal_reads_as_the_apps_result() -> None:
         [("call_del_alice", "ok", True, {"deleted": "alice"})],
         [("call_del_bob", "ok", True, "The account deletion was not approved by the user")],
     ]
+    # Another framework's refusal mark, written by the app, is the app's text too.
+    crewai = "Tool execution blocked by hook. Tool: accounts-delete_account"
+    assert _replace_in(request, "execute_tool accounts-delete_account", "gen_ai.tool.call.result",
+                       "The account deletion was not approved by the user", crewai) == 1
+    bob = turns_of(extract(request))[1][0]
+    assert (bob.status, bob.executed, bob.result) == ("ok", True, crewai)
 
 
 @pytest.mark.parametrize(("name", "span_name", "key"), [
