@@ -10,7 +10,8 @@ second tool span with the same call id in a later turn. Two ways to tell:
   until the user confirms, and with `{"error": "This tool call is rejected."}` when the user
   refuses (google-adk 2.13 `tools/_confirmation_utils.py`; capture `tests/captures/adk_approval`);
   CrewAI's result for a call its before-tool-call hook blocked is `Tool execution blocked by
-  hook. Tool: {name}` (rejected; capture `tests/captures/crewai_openinference_approval`);
+  hook. Tool: {name}` (rejected, on CrewAI's OpenInference spans only; capture
+  `tests/captures/crewai_openinference_approval`);
 - OpenInference's OpenAI Agents instrumentation: a TOOL span that ended OK with no
   `output.value` never ran to completion (it writes the output of every finished call, an
   error's too); the OpenAI Agents SDK ends the function span of a `needs_approval` call so at
@@ -86,7 +87,10 @@ _REJECTED_TEXTS = frozenset({"This tool call is rejected."})
 # CrewAI's result for a call a before-tool-call hook (its documented approval gate) blocked,
 # followed by the tool's name (crewai 1.15 `agents/agent_executor.py`); its event-listener spans
 # record it as the tool span's output (capture `tests/captures/crewai_openinference_approval`).
+# CrewAI's mark only on CrewAI's instrumentation's spans: elsewhere it is text an app chose
+# (a Semantic Kernel consent filter's refusal is the app's own result, `semantic_kernel_approval`).
 CREWAI_HOOK_BLOCKED = "Tool execution blocked by hook. Tool: "
+CREWAI_OPENINFERENCE_SCOPE = "openinference.instrumentation.crewai"
 
 
 def _placeholder_text(result: Any) -> str | None:
@@ -95,9 +99,11 @@ def _placeholder_text(result: Any) -> str | None:
     return None
 
 
-def approval_status(result: Any) -> str | None:
-    """`pending` / `rejected` when the span's result is a framework's approval placeholder."""
-    if isinstance(result, str) and result.startswith(CREWAI_HOOK_BLOCKED):
+def approval_status(result: Any, scope: str) -> str | None:
+    """`pending` / `rejected` when the span's result is a framework's approval placeholder;
+    `scope` is the span's instrumentation scope."""
+    if (isinstance(result, str) and result.startswith(CREWAI_HOOK_BLOCKED)
+            and scope.startswith(CREWAI_OPENINFERENCE_SCOPE)):
         return REJECTED
     text = _placeholder_text(result)
     if text in _PENDING_TEXTS:

@@ -249,7 +249,7 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         call_id = call_id or clean_id(hint.get("id"))
         if not isinstance(arguments, dict) and isinstance(hint.get("args"), dict):
             arguments, arguments_raw = hint["args"], None
-    approval = approval_status(result)
+    approval = approval_status(result, span.scope)
     error = None if approval == PENDING else error_of(span, envelope_error)
     failed = error is not None
     if approval is None and waiting_span(convention.name, span.scope, span.attributes, failed):

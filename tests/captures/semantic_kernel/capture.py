@@ -40,7 +40,8 @@ from semantic_kernel.connectors.ai.prompt_execution_settings import PromptExecut
 from semantic_kernel.contents import ChatHistory, ChatMessageContent, FunctionCallContent, TextContent  # noqa: E402
 from semantic_kernel.contents.utils.author_role import AuthorRole  # noqa: E402
 from semantic_kernel.contents.utils.finish_reason import FinishReason  # noqa: E402
-from semantic_kernel.functions import kernel_function  # noqa: E402
+from semantic_kernel.filters import FilterTypes, FunctionInvocationContext  # noqa: E402
+from semantic_kernel.functions import FunctionResult, kernel_function  # noqa: E402
 from semantic_kernel.utils.telemetry.model_diagnostics.decorators import trace_chat_completion  # noqa: E402
 
 PLUGIN = "travel"
@@ -93,8 +94,45 @@ TURNS = [
     ),
     ("Thanks, that's all!", [[text("You're welcome!")]]),
 ]
+
+# CAPTURE_APPROVAL=1 (../semantic_kernel_approval): SK's documented consent gate ("Task automation
+# with agents"): a function invocation filter asks the user and, when refused, sets
+# `context.result` to the app's own FunctionResult without calling `next`. The filter answers in
+# process: a call never waits across turns.
+APPROVAL = os.environ.get("CAPTURE_APPROVAL") == "1"
+if APPROVAL:
+    import io
+
+    PLUGIN = "accounts"
+    CONV_ID = "conv-semantic-kernel-approval-0001"
+    USER_ANSWERS = {"call_del_alice": "Y", "call_del_bob": "N"}  # typed at the prompt
+    sys.stdin = io.StringIO("".join(f"{a}\n" for a in USER_ANSWERS.values()))
+    REFUSAL = "The account deletion was not approved by the user"  # the app's text, not SK's
+    TURNS = [
+        ("Delete alice's account.", [[call("delete_account", {"login": "alice"}, "call_del_alice")],
+                                     [text("alice's account is deleted.")]]),
+        ("Delete bob's account.", [[call("delete_account", {"login": "bob"}, "call_del_bob")],
+                                   [text("I could not delete bob's account.")]]),
+    ]
 SCRIPT = [r for _, rs in TURNS for r in rs]
 STATE = {"n": 0}
+
+
+class AccountsPlugin:
+    @kernel_function(description="Delete a user's account (needs the user's consent).")
+    async def delete_account(self, login: Annotated[str, "the user's login"]) -> str:
+        return json.dumps({"deleted": login})
+
+
+async def approval_filter(context: FunctionInvocationContext, next) -> None:
+    """The docs' consent filter: ask, and on a refusal answer for the function without running it."""
+    if context.function.plugin_name == PLUGIN and context.function.name == "delete_account":
+        answer = input(f"System > The agent wants to delete {context.arguments['login']}'s account, "
+                       "do you want to proceed? (Y/N) ")
+        if answer != "Y":
+            context.result = FunctionResult(function=context.function.metadata, value=REFUSAL)
+            return
+    await next(context)
 
 
 class ScriptedChatCompletion(ChatCompletionClientBase):
@@ -131,7 +169,11 @@ async def main() -> None:
         instructions="Help with travel questions. Use tools.",
         function_choice_behavior=FunctionChoiceBehavior.Auto(),
     )
-    agent.kernel.add_plugin(TravelPlugin(), plugin_name=PLUGIN)
+    if APPROVAL:
+        agent.kernel.add_plugin(AccountsPlugin(), plugin_name=PLUGIN)
+        agent.kernel.add_filter(FilterTypes.FUNCTION_INVOCATION, approval_filter)
+    else:
+        agent.kernel.add_plugin(TravelPlugin(), plugin_name=PLUGIN)
     thread = ChatHistoryAgentThread(thread_id=CONV_ID)
     for prompt, _ in TURNS:
         response = await agent.get_response(messages=prompt, thread=thread)
@@ -176,6 +218,31 @@ expected = {
         "result and the turn continues."
     ),
 }
+if APPROVAL:
+    # alice: approved at the prompt, runs. bob: refused, the filter answers for the function
+    # without running it; SK opens the execute_tool span before the filters run and records
+    # the filter's FunctionResult as the call's result, as for any call: nothing in the trace
+    # tells it from an execution (see notes). Ground truth = what the trace can show.
+    expected["conversation_id"] = CONV_ID
+    expected["turns"] = [
+        {"calls": [{"name": q("delete_account"), "arguments": {"login": "alice"}, "error": False,
+                    "step": 0, "call_id": "call_del_alice"}]},
+        {"calls": [{"name": q("delete_account"), "arguments": {"login": "bob"}, "error": False,
+                    "step": 0, "call_id": "call_del_bob"}]},
+    ]
+    expected["user_answers"] = {"call_del_alice": "approved", "call_del_bob": "rejected"}
+    expected["notes"] = (
+        "SK's documented consent gate (Task automation with agents): a FUNCTION_INVOCATION filter "
+        "asks the user (input(), stdin scripted 'Y' then 'N') and, when refused, sets "
+        f"context.result = FunctionResult(value={REFUSAL!r}) without calling next. Turn = one "
+        "agent.get_response on a shared ChatHistoryAgentThread (no conversation id exported: "
+        "conversation = trace). Approved: an ordinary execute_tool span. Refused: the tool does "
+        "not run, but SK's execute_tool span (opened before the filters) exists, status unset, "
+        "with the app's text as gen_ai.tool.call.result; SK writes no mark of its own, so the refused "
+        "call reads as executed with that result (user_answers records the truth). The model's "
+        "next input (the FunctionResultContent) goes to OTel logs, not spans. A call never waits "
+        "across turns: no unanswered approval exists."
+    )
 _common.write_otlp(OUT, exporter.get_finished_spans())
 _common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()))

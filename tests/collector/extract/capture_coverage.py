@@ -39,7 +39,7 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                    "langgraph_openinference")),
     ("Strands", ("strands", "strands_approval")),
     ("CrewAI", ("crewai_openinference", "crewai_openinference_approval")),
-    ("Semantic Kernel", ("semantic_kernel",)),
+    ("Semantic Kernel", ("semantic_kernel", "semantic_kernel_approval")),
     ("Microsoft Agent Framework", ("agent_framework", "agent_framework_approval")),
     ("OpenInference JS (AI SDK 7)", ("vercel_ai_7_openinference",)),
     ("Mastra (JS)", ("mastra_otel",)),

@@ -24,12 +24,12 @@ CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
 # Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
 # is a conversation of its own, keyed by its trace.
-NO_CONVERSATION_ID = {"semantic_kernel"}
+NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
 # job).
-NO_REQUESTS_IN_SPANS = {"semantic_kernel", "crewai_openinference"}
+NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
@@ -279,6 +279,26 @@ def test_openai_agents_refusal_is_the_sdk_text(name: str, span_name: str, key: s
         [("call_del_alice", "ok", True)], [("call_del_bob", "pending", False)],
         [("call_del_carol", "pending", False)],
     ]
+
+
+def test_semantic_kernel_refusal_reads_as_the_apps_result() -> None:
+    """Semantic Kernel's documented consent filter answers a refused call with the app's own
+    FunctionResult inside SK's ordinary `execute_tool` span: no mark of SK's says it was refused,
+    so it stays an executed call whose result is the app's text (the user's answers are only in
+    the ground truth)."""
+    request, expected = load("semantic_kernel_approval")
+    turns = turns_of(extract(request))
+    assert expected["user_answers"] == {"call_del_alice": "approved", "call_del_bob": "rejected"}
+    assert [[(c.call_id, c.status, c.executed, c.result) for c in t] for t in turns] == [
+        [("call_del_alice", "ok", True, {"deleted": "alice"})],
+        [("call_del_bob", "ok", True, "The account deletion was not approved by the user")],
+    ]
+    # Another framework's refusal mark, written by the app, is the app's text too.
+    crewai = "Tool execution blocked by hook. Tool: accounts-delete_account"
+    assert _replace_in(request, "execute_tool accounts-delete_account", "gen_ai.tool.call.result",
+                       "The account deletion was not approved by the user", crewai) == 1
+    bob = turns_of(extract(request))[1][0]
+    assert (bob.status, bob.executed, bob.result) == ("ok", True, crewai)
 
 
 @pytest.mark.parametrize(("name", "span_name", "key"), [
