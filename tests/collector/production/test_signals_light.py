@@ -1,7 +1,8 @@
-"""Signals read without results (`scorer.trajectories(results=False)`, what `record` reads
-when scoring read nothing) count exactly what the full trajectories count: on every real
-capture (tests/captures, as extracted with and without plumbing) and on the seeded random
-corpus of the extraction's differential test, each request written apart, on both stores."""
+"""Signals read without results (`scorer.trajectories(results=False)`) and without arguments
+(`scorer.outcomes` over `trajectory_calls(arguments=False)`, what `record` reads when scoring
+read nothing) count exactly what the full trajectories count: on every real capture
+(tests/captures, as extracted with and without plumbing) and on the seeded random corpus of
+the extraction's differential test, each request written apart, on both stores."""
 
 from __future__ import annotations
 
@@ -80,6 +81,16 @@ def test_light_signals_equal_the_full_trajectories(database_url: str) -> None:
     assert any(c.result is not None for p in full.values() for t in p.turns for c in t)
     assert any(c.result is None for p in full.values() for t in p.turns for c in t)
     assert shape(light) == shape(full)
+    with engine.connect() as conn:
+        order, _ = leases.ordered_turns(conn, ids)
+        unread_calls = leases.trajectory_calls(conn, ids, results=False, arguments=False)
+    seen, unread = scorer.outcomes(order, unread_calls)
+    # both ways were taken: conversations whose pairing never looked at an argument, and
+    # conversations whose reconciliation asked for them (and is left to the second read)
+    assert len(seen) > 50 and len(unread) > 10
+    assert sorted([*seen, *unread]) == ids
+    assert seen == {cid: [[(c.name, c.error) for c in turn] for turn in full[cid].turns]
+                    for cid in seen}
 
     outcomes = []
     for paths in (full, None, {cid: full[cid] for cid in ids[::2]}):  # given, read, a mix
