@@ -15,6 +15,7 @@ from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DataError
 
 from collector.extract import extract
+from collector.extract.dedup import collapse, walk_duplicates
 from collector.ingest import extract_safely
 from collector.production import signals
 from collector.store import leases
@@ -91,6 +92,17 @@ def test_light_signals_equal_the_full_trajectories(database_url: str) -> None:
     assert sorted([*seen, *unread]) == ids
     assert seen == {cid: [[(c.name, c.error) for c in turn] for turn in full[cid].turns]
                     for cid in seen}
+    with engine.connect() as conn:
+        stored = leases.trajectory_calls(conn, ids)
+    apart = 0
+    for calls in stored.values():  # collapse's shortcut folds what walking every call folds
+        executions = sorted((c for c in calls if c.executed),
+                            key=lambda c: (c.start_ns, -c.end_ns, c.span_id))
+        walked = walk_duplicates(executions)
+        assert collapse(executions) == walked
+        apart += len(walked.calls) == len(executions) > 1 and len(
+            {c.call_id for c in executions}) == len(executions)
+    assert apart > 20
 
     outcomes = []
     for paths in (full, None, {cid: full[cid] for cid in ids[::2]}):  # given, read, a mix
