@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, bindparam, delete, func, select, tuple_
 
 from collector.production.counts import Counts, TurnSignal
-from collector.store.bulk import among
+from collector.store.bulk import among, insert_rows
 from collector.store.leases import TurnOrder, ordered_turns
 from collector.store.persist import insert_ignore
 from collector.store.tables import (
@@ -82,7 +82,7 @@ def replace_turns(conn: Connection, ids: Sequence[int], fresh: Sequence[KeptTurn
     if old_ids:
         conn.execute(delete(signal_turns).where(among(conn, signal_turns.c.turn_id, old_ids)))
     if fresh:
-        conn.execute(signal_turns.insert(), [_turn_row(k) for k in fresh])
+        insert_rows(conn, signal_turns, [_turn_row(k) for k in fresh])
     _apply(conn, {k: d for k, d in deltas.items() if _changes(d)})
 
 
