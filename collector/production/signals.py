@@ -39,16 +39,17 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
     if not facts:
         return
     ids = sorted(f.id for f in facts)
-    order, meta = turn_meta(conn, ids)
     seen = {cid: [[(c.name, c.error) for c in turn] for turn in path.turns]
             for cid, path in (paths or {}).items()}
     missing = [cid for cid in ids if cid not in seen]
-    for arguments in (False, True):  # the second read: conversations whose pairing asked
-        if not missing:
-            break
-        calls = trajectory_calls(conn, missing, results=False, arguments=arguments)
-        found, missing = outcomes({cid: order[cid] for cid in missing}, calls)
-        seen.update(found)
+    calls = trajectory_calls(conn, missing, results=False, arguments=False) if missing else {}
+    # the calls read are every call of `ids` when no trajectory was given: their pending too
+    order, meta = turn_meta(conn, ids, None if seen else calls)
+    found, missing = outcomes({cid: order[cid] for cid in missing}, calls)
+    seen.update(found)
+    if missing:  # the conversations whose reconciliation asked for arguments
+        calls = trajectory_calls(conn, missing, results=False)
+        seen.update(outcomes({cid: order[cid] for cid in missing}, calls)[0])
     replace_turns(conn, ids, list(turn_signals(facts, order, meta, seen)))
 
 
