@@ -14,14 +14,17 @@ import psycopg
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DataError
 
+from collector import conversation_view
+from collector.capture.explicit import explicit_batch
 from collector.extract import extract
 from collector.extract.dedup import collapse, walk_duplicates
 from collector.ingest import extract_safely
+from collector.model import Batch
 from collector.production import signals
 from collector.store import leases
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
-from collector.store.tables import conversations, signal_buckets, signal_turns
+from collector.store.tables import conversations, signal_buckets, signal_turns, tool_calls
 from matcher import Trajectory
 from tests.collector.extract.extract_corpus import (
     CAPTURE_OPTIONS,
@@ -51,6 +54,32 @@ def load(engine: Engine) -> None:
         except (DataError, psycopg.errors.DataError):
             refused += 1
     assert refused <= len(batches) // 10
+    with engine.begin() as conn:
+        write_batches(conn, explicit_captures(conn), time.time(),
+                      count_shown=conversation_view.counts)
+
+
+def explicit_captures(conn: Connection) -> list[Batch]:
+    """Explicit calls for every 3rd stored conversation with calls, at a position that has a
+    stored turn or not: one sharing a traced call's id, one its name and arguments, one
+    matching nothing (`collector.capture.merge`: by id, by signature, appended)."""
+    rng = random.Random(SEED)
+    c, k = conversations.c, tool_calls.c
+    traced: dict[tuple[str, str], list[tuple[str, str | None, Any]]] = {}
+    for key, project, name, call_id, arguments in conn.execute(
+            select(c.key, c.project, k.name, k.call_id, k.arguments)
+            .join(tool_calls, k.conversation_id == c.id)
+            .where(k.executed, k.name != "").order_by(c.id, k.id)):
+        traced.setdefault((key, project), []).append((name, call_id, arguments))
+    out = []
+    for (key, project), calls in sorted(traced.items())[::3]:
+        (n1, id1, _), (n2, _, a2) = rng.choice(calls), rng.choice(calls)
+        body = [{"name": n1, "id": id1, "result": "explicit"},
+                {"name": n2, "arguments": a2 if isinstance(a2, dict) else {}, "error": "boom"},
+                {"name": "explicit_only", "arguments": {"n": rng.randrange(3)}}]
+        out.append(explicit_batch(key, rng.randrange(4), {"calls": body}, 1, project=project))
+    assert len(out) > 20
+    return out
 
 
 def shape(paths: dict[int, Trajectory]) -> dict[int, list[list[tuple[Any, ...]]]]:
