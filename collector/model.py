@@ -19,6 +19,20 @@ KEY_FROM_ROOT = 2  # the trace's root span carried the key
 # of the conversation's turn at that position (`collector.capture.merge.position_key`).
 POSITION_PREFIX = "turn#"
 
+
+class Unread:
+    """The arguments of a call read without them (`leases.trajectory_calls(arguments=False)`):
+    reconciliation raises `decoding.ArgumentsUnread` wherever it would look at them, so a
+    reader that needs no arguments reads them only for the turns whose pairing asks."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNREAD"
+
+
+UNREAD = Unread()
+
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 

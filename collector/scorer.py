@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
+from collector.extract.decoding import ArgumentsUnread
 from collector.extract.reconcile import Placed, place, settle
 from collector.model import ToolCall
 from collector.store import leases
@@ -81,19 +82,50 @@ def build_trajectories(order: TurnOrder,
     """Each conversation's calls grouped by turn (`order`: its turns in start order), each turn
     reconciled (`collector.extract.reconcile`: each call once, with its step) and in
     (step, start) order; explicit calls join their turn at their position."""
-    placed = {turn: place(turn_calls) for turn, turn_calls in calls.items()}
-    for tids in order.values():  # a call executed in a later turn waited in an earlier one
-        present = [tid for tid, _ in tids if tid in placed]
-        placed.update(zip(present, settle([placed[tid] for tid in present]), strict=True))
-    by_turn = {turn: [_scored_call(p) for p in ps] for turn, ps in placed.items()}
-    return {
-        cid: Trajectory(turns=[
-            merge_calls(by_turn.get(stored, []) if stored is not None else [],
-                        by_turn.get(explicit, []) if explicit is not None else [], CALL_ACCESS)
-            for stored, explicit in logical_turns(tids)
-        ])
-        for cid, tids in order.items()
-    }
+    return {cid: Trajectory(turns=[_merged(stored, explicit)
+                                   for stored, explicit in placed_turns(tids, calls)])
+            for cid, tids in order.items()}
+
+
+Outcome = tuple[str, Any]  # a scored call's (name, error): all that production signals count
+
+
+def outcomes(order: TurnOrder, calls: Mapping[int, list[ToolCall]]
+             ) -> tuple[dict[int, list[list[Outcome]]], list[int]]:
+    """What `build_trajectories` gives, as each call's (name, error) per logical turn, without
+    copying the calls of turns that merge no explicit calls; and the conversations whose
+    reconciliation asked for arguments read as `UNREAD` (`leases.trajectory_calls(arguments=
+    False)`), left out: read them with their arguments and ask again."""
+    out: dict[int, list[list[Outcome]]] = {}
+    unread: list[int] = []
+    for cid, tids in order.items():
+        try:
+            out[cid] = [
+                [(p.call.name, scored_error(p.call)) for p in stored] if not explicit
+                else [(c.name, c.error) for c in _merged(stored, explicit)]
+                for stored, explicit in placed_turns(tids, calls)
+            ]
+        except ArgumentsUnread:
+            unread.append(cid)
+    return out, unread
+
+
+def placed_turns(tids: list[tuple[int, str]], calls: Mapping[int, list[ToolCall]]
+                 ) -> list[tuple[list[Placed], list[Placed]]]:
+    """One conversation's logical turns (`tids`: its turns in start order) as (its stored
+    turn's, its explicit turn's) reconciled calls, settled across the turns (a call executed
+    in a later turn waited in an earlier one)."""
+    present = [tid for tid, _ in tids if tid in calls]
+    placed = dict(zip(present, settle([place(calls[tid]) for tid in present]), strict=True))
+    return [(placed.get(stored, []) if stored is not None else [],
+             placed.get(explicit, []) if explicit is not None else [])
+            for stored, explicit in logical_turns(tids)]
+
+
+def _merged(stored: list[Placed], explicit: list[Placed]) -> list[Call]:
+    """One logical turn as the matcher sees it: explicit calls merged at their position."""
+    return merge_calls([_scored_call(p) for p in stored], [_scored_call(p) for p in explicit],
+                       CALL_ACCESS)
 
 
 def _scored_call(placed: Placed) -> Call:
@@ -104,10 +136,15 @@ def _scored_call(placed: Placed) -> Call:
         name=c.name,
         arguments=arguments if arguments is not None else (raw or {}),
         result=c.result,
-        error=c.error if c.executed else (c.error or NOT_EXECUTED),
+        error=scored_error(c),
         call_id=call_id,
         step=placed.step,
     )
+
+
+def scored_error(call: ToolCall) -> str | None:
+    """A reconciled call's error as scored: a request never executed failed."""
+    return call.error if call.executed else (call.error or NOT_EXECUTED)
 
 
 def score_pairs(

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from collector.model import UNREAD
+
 # Kinds of lossy conversion (docs/values.md): a label value of the metric each.
 NON_FINITE = "non_finite"  # NaN / ±Infinity, or a number past a double's range → a string
 BIG_INT = "big_int"  # an integer outside 64 bits → its decimal string
@@ -197,8 +199,14 @@ def is_redacted(value: Any) -> bool:
     return isinstance(value, str) and value.strip() in REDACTED
 
 
+class ArgumentsUnread(Exception):
+    """Arguments read as `UNREAD` were asked for: read them and reconcile again."""
+
+
 def unknown_arguments(value: Any) -> bool:
     """True when arguments tell nothing: missing, `{}`, or a redaction placeholder."""
+    if value is UNREAD:
+        raise ArgumentsUnread
     return value is None or value == {} or is_placeholder(value) or is_redacted(value)
 
 
@@ -290,6 +298,8 @@ def clean_id(value: Any) -> str | None:
 
 def canonical(value: Any) -> str:
     """A stable text form of a JSON value, for comparing arguments (key order, 1 == 1.0)."""
+    if value is UNREAD:
+        raise ArgumentsUnread
     return json.dumps(_normal(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

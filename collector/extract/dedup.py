@@ -141,6 +141,11 @@ def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Co
     `parent_of(span_id)` walks ancestry; by default only through the calls themselves.
     """
     ordered = sorted(calls, key=lambda c: (c.start_ns, -c.end_ns, c.span_id))
+    return Collapsed(ordered) if _apart(ordered) else walk_duplicates(ordered, parent_of)
+
+
+def walk_duplicates(ordered: list[ToolCall], parent_of: ParentOf | None = None) -> Collapsed:
+    """`collapse` of calls already in its order, each call looked up against those kept."""
     own_parent = {c.span_id: c.parent_span_id for c in ordered}
     walk: ParentOf = parent_of or own_parent.get
     kept = _Kept()
@@ -156,6 +161,14 @@ def collapse(calls: Iterable[ToolCall], parent_of: ParentOf | None = None) -> Co
         else:
             kept.fold(call, target)
     return Collapsed(list(kept.calls.values()), kept.alias)
+
+
+def _apart(calls: list[ToolCall]) -> bool:
+    """Every call has a call id and a span of its own: none folds (each way of folding needs
+    the two ids to agree, or the folded one to have none), so the walk can be skipped."""
+    ids = {c.call_id for c in calls}
+    return (len(ids) == len(calls) and all(ids)
+            and len({c.span_id for c in calls}) == len(calls))
 
 
 def _nested_in(call: ToolCall, walk: ParentOf, kept: _Kept) -> str | None:

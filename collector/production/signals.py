@@ -2,9 +2,9 @@
 
 The worker calls `record` for the conversations it has just claimed (settled and changed), in
 its scoring transaction: their turns are read once through the scoring side's reconciled
-trajectories (`collector.scorer.trajectories`: each call once, explicit and traced merged; the
-ones scoring read, else read without results, whose values no count needs), and the store
-keeps each turn's contribution and adds the differences to the hourly buckets
+trajectories (`collector.scorer`: each call once, explicit and traced merged; the ones scoring
+read, else read without results and arguments, whose values no count needs: `outcomes`), and
+the store keeps each turn's contribution and adds the differences to the hourly buckets
 (`collector.store.production.replace_turns`).
 """
 
@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 
 from collector.capture.merge import logical_turns
 from collector.production.counts import TurnSignal
-from collector.scorer import NOT_EXECUTED, build_trajectories
+from collector.scorer import NOT_EXECUTED, Outcome, outcomes
 from collector.store.leases import ConversationFacts, TurnOrder, trajectory_calls
 from collector.store.production import (
     HOUR,
@@ -34,31 +34,37 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
            paths: Mapping[int, Trajectory] | None = None) -> None:
     """Bring the signals of these conversations up to date with their stored turns and calls
     (`paths`: trajectories the caller has read already, of some or all of them; the others
-    are read without their results, which signals never look at)."""
+    are read without their results, which signals never look at, and without their
+    arguments, unless reconciling a conversation asks for them)."""
     if not facts:
         return
     ids = sorted(f.id for f in facts)
-    order, meta = turn_meta(conn, ids)
-    missing = [cid for cid in ids if paths is None or cid not in paths]
-    if missing:  # as `scorer.trajectories(results=False)` reads them, over the turns read
+    seen = {cid: [[(c.name, c.error) for c in turn] for turn in path.turns]
+            for cid, path in (paths or {}).items()}
+    missing = [cid for cid in ids if cid not in seen]
+    calls = trajectory_calls(conn, missing, results=False, arguments=False) if missing else {}
+    # the calls read are every call of `ids` when no trajectory was given: their pending too
+    order, meta = turn_meta(conn, ids, None if seen else calls)
+    found, missing = outcomes({cid: order[cid] for cid in missing}, calls)
+    seen.update(found)
+    if missing:  # the conversations whose reconciliation asked for arguments
         calls = trajectory_calls(conn, missing, results=False)
-        paths = {**(paths or {}),
-                 **build_trajectories({cid: order[cid] for cid in missing}, calls)}
-    assert paths is not None
-    replace_turns(conn, ids, list(turn_signals(facts, order, meta, paths)))
+        seen.update(outcomes({cid: order[cid] for cid in missing}, calls)[0])
+    replace_turns(conn, ids, list(turn_signals(facts, order, meta, seen)))
 
 
 def turn_signals(facts: Sequence[ConversationFacts], order: TurnOrder,
                  meta: Mapping[int, TurnMeta],
-                 paths: Mapping[int, Trajectory]) -> Iterable[KeptTurn]:
-    """Each logical turn with its key and signal (turns in start order, as scored)."""
+                 seen: Mapping[int, list[list[Outcome]]]) -> Iterable[KeptTurn]:
+    """Each logical turn with its key and signal (turns in start order, as scored; `seen`:
+    each conversation's calls per logical turn, as (name, error))."""
     names: dict[tuple[str, ...], str] = {}  # a turn's agents → the key's agent (few distinct)
     for f in facts:
         cid, service = f.id, f.service or UNKNOWN
         version = f.attributes.get(VERSION_ATTRIBUTE)
         version = str(version) if version is not None else UNKNOWN
         for (stored, explicit), calls in zip(
-            logical_turns(order[cid]), paths[cid].turns, strict=True
+            logical_turns(order[cid]), seen[cid], strict=True
         ):
             if stored is None or explicit is None:
                 first = stored if stored is not None else explicit
@@ -74,10 +80,10 @@ def turn_signals(facts: Sequence[ConversationFacts], order: TurnOrder,
                 agent = names[agents] = ",".join(sorted(set(agents)))
             tools: dict[str, int] = {}
             failed = unexecuted = 0
-            for call in calls:
-                tools[call.name] = tools.get(call.name, 0) + 1
-                if call.error is not None:
-                    if call.error == NOT_EXECUTED:
+            for name, error in calls:
+                tools[name] = tools.get(name, 0) + 1
+                if error is not None:
+                    if error == NOT_EXECUTED:
                         unexecuted += 1
                     else:
                         failed += 1

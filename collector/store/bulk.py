@@ -5,7 +5,8 @@
 - `json_rows`: many rows as one bound JSON parameter a statement selects from (an INSERT or
   UPDATE … FROM of any number of rows is one statement, and can return what it wrote);
 - `copy_rows`: PostgreSQL COPY, each row rendered by psycopg's C row formatter;
-- `insert_rows`: COPY where it pays, a plain executemany elsewhere.
+- `insert_rows`: COPY (PostgreSQL) or one statement over `json_rows` (SQLite) where it pays,
+  a plain executemany elsewhere.
 
 Column types come from the table definitions (`collector.store.tables`), never from lists kept
 in step by hand.
@@ -77,16 +78,24 @@ def copy_rows(conn: Connection, table: str, columns: Sequence[str],
 
 
 def insert_rows(conn: Connection, table: Table, rows: Sequence[dict[str, Any]]) -> None:
-    """Insert `rows` (dicts with the same keys) in the connection's transaction."""
+    """Insert `rows` (dicts with the same keys) in the connection's transaction: as COPY
+    (PostgreSQL) or one INSERT … SELECT over `json_rows` (SQLite) where it pays, else as a
+    plain executemany. JSON columns' None is SQL NULL either way it pays."""
     if not rows:
         return
-    if conn.dialect.name != "postgresql" or len(rows) < COPY_FROM:
+    if len(rows) < COPY_FROM:
         conn.execute(table.insert(), list(rows))
         return
     columns = list(rows[0])
     as_json = [isinstance(table.c[name].type, JSON) for name in columns]
-    copy_rows(conn, table.name, columns, (
+    values = (
         [dumps(row[name]) if json and row[name] is not None else row[name]
          for name, json in zip(columns, as_json, strict=True)]
         for row in rows
-    ))
+    )
+    if conn.dialect.name == "postgresql":
+        copy_rows(conn, table.name, columns, values)
+        return
+    names = ", ".join(columns)
+    conn.exec_driver_sql(f"INSERT INTO {table.name} ({names}) SELECT {names} "
+                         f"FROM {json_rows(conn, table, columns)}", (dumps(list(values)),))

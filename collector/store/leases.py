@@ -13,13 +13,14 @@ from sqlalchemy import (
     and_,
     bindparam,
     func,
+    null,
     or_,
     select,
     text,
     update,
 )
 
-from collector.model import ToolCall
+from collector.model import UNREAD, ToolCall
 from collector.store.bulk import among, insert_rows
 from collector.store.tables import (
     conversations,
@@ -240,9 +241,11 @@ def ordered_turns(conn: Connection, ids: Sequence[int], *columns: Any
 
 
 def trajectory_calls(
-    conn: Connection, ids: Sequence[int], *, results: bool = True
+    conn: Connection, ids: Sequence[int], *, results: bool = True, arguments: bool = True
 ) -> dict[int, list[ToolCall]]:
-    """`trajectory_rows` without the turns: each turn's calls as stored."""
+    """`trajectory_rows` without the turns: each turn's calls as stored. Without `arguments`,
+    a call's arguments are `UNREAD` (reconciliation raises where it would look at them) and
+    its raw arguments None: neither is read nor decoded."""
     id_list = list(ids)
     t = tool_calls.c
     rows = conn.execute(
@@ -253,8 +256,7 @@ def trajectory_calls(
             t.parent_span_id,
             t.name,
             t.call_id,
-            t.arguments,
-            t.arguments_raw,
+            *((t.arguments, t.arguments_raw) if arguments else (null(), null())),
             t.result if results else _result_present(conn),
             t.error,
             t.status,
@@ -265,6 +267,7 @@ def trajectory_calls(
             t.executed,
         ).where(among(conn, t.conversation_id, id_list))
     ).all()
+    unread = not arguments
     per_turn: dict[int, list[ToolCall]] = {}
     # positional construction from unpacked rows: this loop runs once per stored call
     for (
@@ -274,7 +277,7 @@ def trajectory_calls(
         parent,
         name,
         call_id,
-        arguments,
+        args,
         raw,
         result,
         error,
@@ -287,13 +290,15 @@ def trajectory_calls(
     ) in rows:
         if not results:
             result = RESULT_PRESENT if result else None
+        if unread:
+            args = UNREAD
         call = ToolCall(
             trace_id,
             span_id,
             parent,
             name,
             call_id,
-            arguments,
+            args,
             raw,
             result,
             error,

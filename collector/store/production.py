@@ -9,14 +9,15 @@ hourly buckets of the range asked, never the calls.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, delete, func, select, tuple_
 
+from collector.model import ToolCall
 from collector.production.counts import Counts, TurnSignal
-from collector.store.bulk import among
+from collector.store.bulk import among, insert_rows
 from collector.store.leases import TurnOrder, ordered_turns
 from collector.store.persist import insert_ignore
 from collector.store.tables import (
@@ -30,6 +31,7 @@ from collector.store.tables import (
 HOUR = 3600
 DAY = 24 * HOUR
 VERSION_ATTRIBUTE = "service.version"
+PENDING = "pending"  # the stored status of a call waiting for an approval
 UNKNOWN = ""  # a turn with no service, version or agent is kept under the empty name
 
 Key = tuple[str, str, str, str, int]  # SIGNAL_KEY: project, service, version, agent, bucket
@@ -53,15 +55,24 @@ class TurnMeta(NamedTuple):
     pending: int  # its calls waiting for an approval (stored status `pending`)
 
 
-def turn_meta(conn: Connection, ids: Sequence[int]) -> tuple[TurnOrder, dict[int, TurnMeta]]:
-    """The turns of conversations `ids` in start order, and each one's `TurnMeta`."""
+def turn_meta(conn: Connection, ids: Sequence[int],
+              calls: Mapping[int, Sequence[ToolCall]] | None = None
+              ) -> tuple[TurnOrder, dict[int, TurnMeta]]:
+    """The turns of conversations `ids` in start order, and each one's `TurnMeta` (`calls`:
+    every stored call of these conversations by turn, already read; else their pending calls
+    are read)."""
     pending: dict[int, int] = {}
-    k = tool_calls.c
-    for tid, in conn.execute(
-        select(k.turn_id).where(among(conn, k.conversation_id, list(ids)),
-                                k.status == "pending")
-    ):
-        pending[tid] = pending.get(tid, 0) + 1
+    if calls is not None:
+        for tid, turn_calls in calls.items():
+            if n := sum(c.status == PENDING for c in turn_calls):
+                pending[tid] = n
+    else:
+        k = tool_calls.c
+        for tid, in conn.execute(
+            select(k.turn_id).where(among(conn, k.conversation_id, list(ids)),
+                                    k.status == PENDING)
+        ):
+            pending[tid] = pending.get(tid, 0) + 1
     order, values = ordered_turns(conn, ids, turns.c.start_ns, turns.c.agents)
     return order, {tid: TurnMeta(start or 0, tuple(agents or ()), pending.get(tid, 0))
                    for tid, (start, agents) in values.items()}
@@ -82,7 +93,7 @@ def replace_turns(conn: Connection, ids: Sequence[int], fresh: Sequence[KeptTurn
     if old_ids:
         conn.execute(delete(signal_turns).where(among(conn, signal_turns.c.turn_id, old_ids)))
     if fresh:
-        conn.execute(signal_turns.insert(), [_turn_row(k) for k in fresh])
+        insert_rows(conn, signal_turns, [_turn_row(k) for k in fresh])
     _apply(conn, {k: d for k, d in deltas.items() if _changes(d)})
 
 
