@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
@@ -47,10 +46,12 @@ def make_engine(
     path of the REST API (`query_only`, its own connections), so reads never wait for the
     writer's connection and cannot write by mistake. With `background_checkpoint`, commits
     never run a WAL checkpoint (and its fsync) themselves: a `WalCheckpointer` must run.
+    On both stores JSON columns are written by `jsonio.dumps` and read by `jsonio.loads`.
     """
     url = normalise_url(url)
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               json_serializer=jsonio.dumps, json_deserializer=jsonio.loads)
 
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -75,7 +76,7 @@ def make_engine(
         max_overflow=pool_size,
         pool_pre_ping=True,
         json_serializer=jsonio.dumps,
-        json_deserializer=orjson.loads,
+        json_deserializer=jsonio.loads,
     )
 
 

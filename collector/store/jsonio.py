@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -18,6 +19,16 @@ def dumps(value: Any) -> str:
         return orjson.dumps(value).decode()
     except (orjson.JSONEncodeError, TypeError):
         return orjson.dumps(clean(value, 0)).decode()
+
+
+def loads(text: str | bytes) -> Any:
+    """A JSON column's value. What `dumps` wrote, orjson reads back as it was; rows an earlier
+    build wrote on SQLite with the standard library's encoder may hold NaN or Infinity, which
+    only its decoder accepts."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def clean(value: Any, depth: int) -> Any:
