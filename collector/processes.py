@@ -30,18 +30,22 @@ from typing import Any, TypeVar
 SPAWN = multiprocessing.get_context("spawn")
 PARENT_POLL_SECONDS = 0.5
 PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15  # the thread's name, as `ps`, `top` and /proc/PID/comm show it (15 bytes)
+NAME_PREFIX = "tt-"  # a child's name is this and its role: tt-ingest, tt-worker, tt-score
 # How much lower than the server a background child runs (os.nice): scoring can wait, while a
 # client waits on every acknowledgement, so under full load the cores go to ingest first.
 BACKGROUND_NICE = 10
 T = TypeVar("T")
 
 
-def die_with_parent(parent: int, nice: int = 0) -> None:
+def die_with_parent(parent: int, role: str, nice: int = 0) -> None:
     """In a child of `parent`: ignore Ctrl-C (the parent decides when children stop) and exit
     as soon as the parent is gone. Linux delivers SIGKILL on the parent's death (prctl); where
     that is not available, or the parent died before this ran, a watcher thread notices the
     child was re-parented. A background child (`nice`, e.g. BACKGROUND_NICE) yields the CPU
-    to the server and the ingest children when they want it."""
+    to the server and the ingest children when they want it. The child is named for its
+    `role` (NAME_PREFIX + role, Linux), so operators and `tooltrail bench ingest` tell the
+    children apart."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if nice:
         with contextlib.suppress(OSError):
@@ -49,6 +53,7 @@ def die_with_parent(parent: int, nice: int = 0) -> None:
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(PR_SET_NAME, (NAME_PREFIX + role).encode()[:15])
     if os.getppid() != parent:
         os._exit(0)
 
@@ -63,12 +68,12 @@ def die_with_parent(parent: int, nice: int = 0) -> None:
 _context: Any = None  # in a pool child: its pool's context, unpickled once as the child started
 
 
-def _start(parent: int, context: Any) -> None:
+def _start(parent: int, role: str, context: Any) -> None:
     """A pool child's initializer. `context` was unpickled to call it, which imported every
     module it refers to: the child's first call does not pay for them."""
     global _context
     _context = context
-    die_with_parent(parent)
+    die_with_parent(parent, role)
 
 
 def _with_context(fn: Callable[..., T], *args: Any) -> T:
@@ -122,8 +127,8 @@ class ProcessPool:
             await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
 
     def _new(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN,
-                                   initializer=_start, initargs=(os.getpid(), self.context))
+        return ProcessPoolExecutor(max_workers=self.size, mp_context=SPAWN, initializer=_start,
+                                   initargs=(os.getpid(), self.name, self.context))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._executor is None:
@@ -147,9 +152,9 @@ class OverDeadline(Exception):
     """A call ran past its deadline; its child was killed."""
 
 
-def _serve_calls(conn: Connection, parent: int) -> None:
+def _serve_calls(conn: Connection, parent: int, role: str) -> None:
     """A child of DeadlineChildren: run each (fn, args) it is sent, send back the outcome."""
-    die_with_parent(parent)
+    die_with_parent(parent, role)
     conn.send(("ready", None))
     while True:
         try:
@@ -229,7 +234,7 @@ class DeadlineChildren:
             if self._idle:
                 return self._idle.pop()
         parent_end, child_end = SPAWN.Pipe()
-        process = SPAWN.Process(target=_serve_calls, args=(child_end, os.getpid()),
+        process = SPAWN.Process(target=_serve_calls, args=(child_end, os.getpid(), self.name),
                                 name=f"tooltrail-{self.name}", daemon=True)
         process.start()
         child_end.close()

@@ -202,7 +202,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
     from collector.store.db import make_engine
     from collector.worker import Worker
 
-    die_with_parent(parent, BACKGROUND_NICE)
+    die_with_parent(parent, "worker", BACKGROUND_NICE)
     cfg = WorkerConfig(**config)
     logs.setup(cfg.log_level, cfg.log_format)
     engine = make_engine(cfg.database_url, pool_size=2)

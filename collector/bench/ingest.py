@@ -52,7 +52,7 @@ from collector.bench.load import (
     run_clients,
     run_open_loop,
 )
-from collector.bench.memory import MemorySampler
+from collector.bench.memory import MemorySampler, cpu_by_role, tree_cpu
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter
@@ -388,10 +388,15 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
     best = 0.0
     for transport in args.transports:
         factory = RequestFactory(shape)
+        cpu, own = tree_cpu(server.process.pid), time.process_time()
         stats = await drive(server, transport, args.clients, factory, args.seconds)
+        cpu_used = cpu_by_role(tree_cpu(server.process.pid), cpu)
+        cpu_used["load generator"] = time.process_time() - own
         committed = committed_calls(engine, factory)
         name = f"{transport}: acknowledged+committed"
         report.add(f"{name} (spans/s)", stats.spans_per_second)
+        report.add(f"{transport}: CPU per span by process (µs)",
+                   cpu_per_span(cpu_used, stats.acked_requests * factory.span_count))
         report.add(f"{transport}: ack latency p50 / p99 (ms)",
                    f"{stats.percentile(50) * 1e3:.0f} / {stats.percentile(99) * 1e3:.0f}")
         report.add(f"{transport}: acknowledged missing from store",
@@ -439,6 +444,15 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
                    missing_acknowledged(engine, factory, stats))
         report.add("overload: peak memory (MB)", memory(sampler))
         report.add("overload: server alive", server.process.poll() is None)
+
+
+def cpu_per_span(cpu: dict[str, float], spans: int) -> str:
+    """CPU µs per acknowledged span of each process role (the server, its children by role,
+    this process's load generator) and of all of them, as text."""
+    if spans <= 0:
+        return "n/a (nothing acknowledged)"
+    parts = [f"{who} {seconds * 1e6 / spans:.1f}" for who, seconds in cpu.items() if seconds > 0]
+    return f"{', '.join(parts)}; all {sum(cpu.values()) * 1e6 / spans:.1f}"
 
 
 def memory(sampler: MemorySampler) -> str:

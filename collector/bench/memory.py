@@ -1,11 +1,16 @@
 """Sampling the resident memory of a server process and its children (the ingest worker
-processes) while a benchmark runs."""
+processes) while a benchmark runs, and the CPU time each of them used."""
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from collector.processes import NAME_PREFIX
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def rss_bytes(pid: int) -> int:
@@ -40,6 +45,49 @@ def children(pid: int) -> list[int]:
     except (OSError, ValueError):
         pass
     return found
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of one process so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def role(pid: int) -> str:
+    """What a child of the server is, by the name it gave itself (`die_with_parent`): ingest,
+    worker, score; "other" for a child that named itself nothing of ours."""
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return "other"
+    return name.removeprefix(NAME_PREFIX) if name.startswith(NAME_PREFIX) else "other"
+
+
+def tree_cpu(pid: int) -> dict[int, tuple[str, float]]:
+    """Process id → (role, CPU seconds so far) of `pid` (role "server") and its descendants."""
+    found = {pid: ("server", cpu_seconds(pid))}
+    stack = children(pid)
+    while stack and len(found) < 256:
+        child = stack.pop()
+        found[child] = (role(child), cpu_seconds(child))
+        stack += children(child)
+    return found
+
+
+def cpu_by_role(
+    after: dict[int, tuple[str, float]], before: dict[int, tuple[str, float]]
+) -> dict[str, float]:
+    """CPU seconds each role used between two `tree_cpu` readings, process by process (a
+    process is counted under the role it has at the second reading; one that has exited by
+    then is not counted)."""
+    used: dict[str, float] = {}
+    for pid, (name, seconds) in after.items():
+        spent = seconds - before.get(pid, (name, 0.0))[1]
+        used[name] = used.get(name, 0.0) + max(spent, 0.0)
+    return used
 
 
 def tree_rss(pid: int) -> tuple[int, int, int]:

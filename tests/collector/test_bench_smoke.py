@@ -48,6 +48,17 @@ def test_bench_ingest_loses_nothing(tmp_path: Path) -> None:
     assert re.search(r"overload: server alive\s+1", out), out
     assert re.search(r"time-to-score after last ack.*\s\d+\.\d+\n", out), out
     assert re.search(r"ratio server / floor\s+\d+\.\d+\n", out), out
+    # where the CPU went, by process: each role named, each figure a number, summed as "all"
+    for transport in ("grpc", "http"):
+        line = re.search(rf"{transport}: CPU per span by process \(µs\)\s+(.+)\n", out)
+        assert line, out
+        parts, _, total = line.group(1).partition("; all ")
+        shares = {who: float(n) for who, n in (p.rsplit(" ", 1) for p in parts.split(", "))}
+        assert {"server", "ingest", "load generator"} <= set(shares), line.group(0)
+        # "other": a child still importing, before it names itself (the worker, at start)
+        assert set(shares) <= {"server", "ingest", "worker", "score", "other",
+                               "load generator"}, shares
+        assert float(total) == pytest.approx(sum(shares.values()), abs=0.5)
 
 
 def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:

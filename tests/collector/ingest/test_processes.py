@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from collector.bench.memory import cpu_by_role, role, tree_cpu
 from collector.errors import Overloaded
 from collector.extract import ExtractOptions
 from collector.ingest import Offload, Pipeline
@@ -84,6 +85,35 @@ def test_the_context_is_given_once_and_imports_its_modules_as_each_child_starts(
             assert await pool.run_with_context(name_of) == "pack"
 
     asyncio.run(scenario())
+
+
+def test_children_are_named_for_their_role_and_their_cpu_is_read_by_role() -> None:
+    """Each child names itself (`ps`, `top`, /proc/PID/comm), and `tooltrail bench ingest`
+    sums CPU by those names: a busy child's seconds land under its role, not the server's."""
+
+    async def scenario() -> None:
+        async with ProcessPool(1, "ingest") as pool:
+            child = await pool.run(pid)
+            before = tree_cpu(os.getpid())
+            await pool.run(busy, 0.3)
+            used = cpu_by_role(tree_cpu(os.getpid()), before)
+            assert role(child) == "ingest"
+            assert used["ingest"] >= 0.2, used
+            assert used["server"] < 0.2, used  # this process waited meanwhile
+
+    asyncio.run(scenario())
+    children = DeadlineChildren(1, "score")
+    try:
+        assert role(children.call(30.0, pid)) == "score"
+    finally:
+        children.close()
+    assert role(os.getpid()) == "other"  # not one of ours: the test runner
+
+
+def busy(seconds: float) -> None:
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
 
 
 def test_a_call_runs_in_a_child_and_a_dead_child_is_replaced() -> None:
