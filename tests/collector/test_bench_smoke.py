@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -153,3 +154,38 @@ def test_traffic_has_the_documented_shape() -> None:
             assert attrs["llm.input_messages.0.message.role"] == "system"
     assert llm == factory.turns == sum(turns.values())
     assert set(turns.values()) == {3, 4, 5, 6} and len(turns) == factory.conversations
+
+
+def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """RSS every sample, PSS (a page-table walk by the kernel, on the cores the server under
+    test shares) every `pss_every` samples; both peaks see memory this process holds."""
+    import os
+    import time
+
+    from collector.bench import memory
+
+    me = os.getpid()
+    reads = {"rss": 0, "pss": 0}
+
+    def counting(kind: str, real: Any) -> Any:
+        def read(pid: int) -> int:
+            if pid == me:
+                reads[kind] += 1
+            return int(real(pid))
+        return read
+
+    monkeypatch.setattr(memory, "rss_bytes", counting("rss", memory.rss_bytes))
+    monkeypatch.setattr(memory, "pss_bytes", counting("pss", memory.pss_bytes))
+    held = bytearray(64 * 1024 * 1024)
+    held[::4096] = b"\x01" * len(held[::4096])  # touched: resident
+    sampler = memory.MemorySampler(me, interval=0.01, pss_every=5).start()
+    deadline = time.monotonic() + 10
+    while reads["rss"] < 20 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    sampler.stop()
+    samples, pss = reads["rss"], reads["pss"]
+    assert samples >= 20
+    assert 5 * (pss - 1) < samples <= 5 * pss + 1, reads  # PSS at samples 0, 5, 10, …
+    assert sampler.peak_total >= sampler.peak_main >= len(held)
+    assert len(held) <= sampler.peak_pss <= sampler.peak_total
