@@ -15,7 +15,6 @@ span (and 1 - on/off of the wall rate); the summary is the median over pairs wit
 from __future__ import annotations
 
 import contextlib
-import os
 import statistics
 import time
 import uuid
@@ -28,42 +27,19 @@ import psycopg
 from sqlalchemy.engine import make_url
 
 from collector.bench.load import Stats
-from collector.bench.memory import children
+from collector.bench.memory import process_cpu, tree
 from collector.bench.process import ServerProcess, serve
 from collector.store import leases
 from collector.store.db import make_engine, migrate
 
-TICK = os.sysconf("SC_CLK_TCK")
 DRAIN_SECONDS = 120.0  # a leg waits at most this long for its conversations to be scored
 
 Drive = Callable[[ServerProcess], Awaitable[Stats]]
 
 
-def process_cpu(pid: int, reaped: bool = False) -> float:
-    """User + system CPU seconds of one process (and, with `reaped`, of its children that have
-    exited and been waited for); 0 if it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    # after the command: state is fields[0]; utime, stime, cutime, cstime are fields 11–14
-    ticks = int(fields[11]) + int(fields[12])
-    if reaped:
-        ticks += int(fields[13]) + int(fields[14])
-    return ticks / TICK
-
-
 def tree_cpu(pid: int) -> float:
     """CPU seconds of `pid`, its reaped children and its live descendants."""
-    total = process_cpu(pid, reaped=True)
-    stack = children(pid)
-    seen = 0
-    while stack and seen < 256:
-        child = stack.pop()
-        seen += 1
-        total += process_cpu(child, reaped=True)
-        stack += children(child)
-    return total
+    return sum(process_cpu(p, reaped=True) for p in tree(pid))
 
 
 def backend_cpu(url: str) -> dict[int, float]:

@@ -52,7 +52,7 @@ from collector.bench.load import (
     run_clients,
     run_open_loop,
 )
-from collector.bench.memory import MemorySampler, cpu_by_role, tree_cpu
+from collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter
@@ -388,9 +388,9 @@ async def measure(args: argparse.Namespace, report: Report, server: ServerProces
     best = 0.0
     for transport in args.transports:
         factory = RequestFactory(shape)
-        cpu, own = tree_cpu(server.process.pid), time.process_time()
+        cpu, own = cpu_by_process(server.process.pid), time.process_time()
         stats = await drive(server, transport, args.clients, factory, args.seconds)
-        cpu_used = cpu_by_role(tree_cpu(server.process.pid), cpu)
+        cpu_used = cpu_by_role(cpu_by_process(server.process.pid), cpu)
         cpu_used["load generator"] = time.process_time() - own
         committed = committed_calls(engine, factory)
         name = f"{transport}: acknowledged+committed"

@@ -56,13 +56,18 @@ def tree(pid: int) -> list[int]:
     return found
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of one process so far (0 if it is gone)."""
+def process_cpu(pid: int, reaped: bool = False) -> float:
+    """User + system CPU seconds of one process (and, with `reaped`, of its children that have
+    exited and been waited for); 0 if it is gone."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        # after the command: state is fields[0]; utime, stime, cutime, cstime are fields 11–14
+        ticks = int(fields[11]) + int(fields[12])
+        if reaped:
+            ticks += int(fields[13]) + int(fields[14])
     except (OSError, ValueError, IndexError):
         return 0.0
+    return ticks / CLOCK_TICKS
 
 
 def role(pid: int) -> str:
@@ -75,15 +80,15 @@ def role(pid: int) -> str:
     return name.removeprefix(NAME_PREFIX) if name.startswith(NAME_PREFIX) else "other"
 
 
-def tree_cpu(pid: int) -> dict[int, tuple[str, float]]:
+def cpu_by_process(pid: int) -> dict[int, tuple[str, float]]:
     """Process id → (role, CPU seconds so far) of `pid` (role "server") and its descendants."""
-    return {p: ("server" if p == pid else role(p), cpu_seconds(p)) for p in tree(pid)}
+    return {p: ("server" if p == pid else role(p), process_cpu(p)) for p in tree(pid)}
 
 
 def cpu_by_role(
     after: dict[int, tuple[str, float]], before: dict[int, tuple[str, float]]
 ) -> dict[str, float]:
-    """CPU seconds each role used between two `tree_cpu` readings, process by process (a
+    """CPU seconds each role used between two `cpu_by_process` readings, process by process (a
     process is counted under the role it has at the second reading; one that has exited by
     then is not counted)."""
     used: dict[str, float] = {}

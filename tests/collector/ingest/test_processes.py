@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from collector.bench.memory import cpu_by_role, role, tree_cpu
+from collector.bench.memory import cpu_by_process, cpu_by_role, role
 from collector.errors import Overloaded
 from collector.extract import ExtractOptions
 from collector.ingest import Offload, Pipeline
@@ -94,9 +94,9 @@ def test_children_are_named_for_their_role_and_their_cpu_is_read_by_role() -> No
     async def scenario() -> None:
         async with ProcessPool(1, "ingest") as pool:
             child = await pool.run(pid)
-            before = tree_cpu(os.getpid())
+            before = cpu_by_process(os.getpid())
             await pool.run(busy, 0.3)
-            used = cpu_by_role(tree_cpu(os.getpid()), before)
+            used = cpu_by_role(cpu_by_process(os.getpid()), before)
             assert role(child) == "ingest"
             assert used["ingest"] >= 0.2, used
             assert used["server"] < 0.2, used  # this process waited meanwhile
