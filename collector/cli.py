@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collector import __version__
+from collector.clihelp import Parser, usage_error
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
     from collector.config import Settings
@@ -354,6 +355,7 @@ def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from collector import extract_report
+    from collector.errors import InvalidPayload
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
 
     try:
@@ -367,7 +369,7 @@ def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
             print("tooltrail extract: give FILE, or --database-url URL --conversation KEY",
                   file=sys.stderr)
             return 2
-    except (OSError, ValueError, LookupError) as exc:
+    except (OSError, ValueError, LookupError, InvalidPayload) as exc:
         print(f"tooltrail extract: {exc}", file=sys.stderr)
         return 2
     if args.json:
@@ -410,7 +412,7 @@ REGISTRY.add(Command(
 
 def build_parser(registry: Registry) -> argparse.ArgumentParser:
     """The parser of every subcommand in `registry`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tooltrail",
         description="Collect AI agents' OpenTelemetry traces and score their tool calls. "
         "`tooltrail COMMAND --help` lists a command's options.",
@@ -440,7 +442,10 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             return program.main(argv[1:])
         return 130
-    args = build_parser(commands).parse_args(argv)
+    parser = build_parser(commands)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # argparse would name only `tooltrail`: name the command they were given to
+        usage_error(f"tooltrail {args.command}", f"unrecognized arguments: {' '.join(unknown)}")
     try:
         settings = settings_from(args)
     except SettingsError as exc:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
+from typing import Any, NoReturn
 
 # the API key of the client commands (check and golden with --server, apply) when no --api-key
 # is given: a key on the command line shows in `ps`
@@ -31,3 +33,23 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
             action.help = (f"{action.help} (default: %(default)s)" if action.help
                            else "default: %(default)s")
         return super()._format_action(action)
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every `tooltrail` command: a usage error is one line on stderr naming what
+    was wrong and where the options are listed, exit 2 (argparse's usage block of a command with
+    every settings flag runs to dozens of lines and hides the one that matters). Subparsers
+    inherit the class, so each names its own command. `--help` is unchanged."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        usage_error(self.prog, message)
+
+
+def usage_error(prog: str, message: str) -> NoReturn:
+    """Exit 2 with `prog: message` and where the options are listed, on one line."""
+    sys.stderr.write(f"{prog}: {message} (`{prog} --help` lists the options)\n")
+    raise SystemExit(2)

@@ -18,6 +18,8 @@ DOCUMENTS = sorted([ROOT / "README.md", ROOT / "ARCHITECTURE.md", *(ROOT / "docs
 # pieces so that this file does not cite them itself.
 PACK = tuple(name + ".md" for name in ("MATCHING", "CONVENTIONS", "OTLP", "API"))
 PACK_DIR = "shared" + "/design"
+# Anything beside the checkout: the repository must refer to nothing it does not contain.
+OUTSIDE = re.compile(r"(?<![\w.])\.\./" + "shared" + r"\b|\bshared/" + "seeds")
 SKIPPED_DIRS = {".git", ".venv", "node_modules", "__pycache__", ".pytest_cache", ".mypy_cache",
                 ".ruff_cache", "build", "dist"}
 
@@ -85,6 +87,13 @@ def test_the_documents_link_to_each_other() -> None:
     architecture = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
     for name in ("matching", "conventions", "otlp", "api", "operations"):
         assert f"(docs/{name}.md" in architecture, name
+    # the README is where a user starts: it links every page of docs/ (it once never named
+    # the expectation language's)
+    readme = {target.partition("#")[0] for target in LINK.findall(
+        prose((ROOT / "README.md").read_text(encoding="utf-8")))}
+    unlinked = sorted(p.name for p in (ROOT / "docs").glob("*.md")
+                      if f"docs/{p.name}" not in readme)
+    assert not unlinked, f"README.md links no {unlinked}"
 
 
 def test_the_checker_finds_a_broken_link_and_a_missing_anchor(tmp_path: Path) -> None:
@@ -151,6 +160,8 @@ def test_no_file_cites_the_design_pack_as_if_it_were_here() -> None:
         for name in (*PACK, PACK_DIR):
             if name in text:
                 offenders.append(f"{path.relative_to(ROOT)} cites {name}")
+        offenders.extend(f"{path.relative_to(ROOT)} cites {m.group(0)} (outside the repository)"
+                         for m in OUTSIDE.finditer(text))
     assert len(files) > 100  # the walk found the repository
     assert not offenders, "; ".join(offenders) + " (cite docs/ or ARCHITECTURE.md)"
 

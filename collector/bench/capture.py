@@ -28,7 +28,7 @@ from sqlalchemy import func, select
 
 from collector.bench.process import serve
 from collector.bench.scoring import drop_database, temp_database
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 from collector.store.db import make_engine
 from collector.store.tables import tool_calls
 
@@ -112,7 +112,7 @@ def run_store(store: str, url: str, args: argparse.Namespace) -> Figures:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tooltrail bench capture", description=__doc__,
+    p = Parser(prog="tooltrail bench capture", description=__doc__,
                                 formatter_class=HelpFormatter)
     p.add_argument("--stores", nargs="+", choices=["sqlite", "postgresql"],
                    default=["sqlite", "postgresql"])

@@ -55,7 +55,7 @@ from collector.bench.load import (
 from collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traffic import RequestFactory, Shape
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 from collector.store.db import make_engine, migrate
 
 MB = 1024 * 1024
@@ -463,7 +463,7 @@ def memory(sampler: MemorySampler) -> str:
 
 def parser() -> argparse.ArgumentParser:
     """Command-line flags."""
-    p = argparse.ArgumentParser(prog="tooltrail bench ingest", description=__doc__,
+    p = Parser(prog="tooltrail bench ingest", description=__doc__,
                                 formatter_class=HelpFormatter)
     p.add_argument("--database-url", help="store to test (default: a temporary SQLite file)")
     p.add_argument("--seconds", type=float, default=10.0, help="length of each load phase")

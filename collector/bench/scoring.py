@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import threading
@@ -27,7 +26,7 @@ from sqlalchemy import create_engine, text
 
 from collector.bench.process import serve, workers
 from collector.bench.seed import seed
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 from collector.store import queries
 from collector.store.db import make_engine, migrate, normalise_url
 from collector.store.jobs import get_job
@@ -196,7 +195,7 @@ def time_to_score(url: str, seconds: float, rate: float, settle: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tooltrail bench scoring",
         description=__doc__,
         formatter_class=HelpFormatter,

@@ -8,7 +8,6 @@ the expectation page over loopback, on SQLite and PostgreSQL. Prints p50/p95 per
 
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import tempfile
@@ -21,7 +20,7 @@ from sqlalchemy import text
 from collector.bench.process import serve
 from collector.bench.scoring import drop_database, temp_database
 from collector.bench.seed import conversation_batch, seed
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 
@@ -97,7 +96,7 @@ def run(url: str, store: str, count: int, calls: int, runs: int, timeout: float)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tooltrail bench ui",
         description=__doc__,
         formatter_class=HelpFormatter,

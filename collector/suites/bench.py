@@ -17,7 +17,6 @@ a conversation left as the script goes passes everything it is picked by, and (w
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 
 TOOLS = ("lookup_order", "get_customer", "search_products", "issue_refund", "send_email",
          "get_weather", "get_time", "convert_currency")
@@ -199,7 +198,7 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tooltrail bench check", description=__doc__,
+    parser = Parser(prog="tooltrail bench check", description=__doc__,
                                      formatter_class=HelpFormatter)
     parser.add_argument("--conversations", type=int, default=10_000)
     parser.add_argument("--expectations", type=int, default=20)

@@ -14,21 +14,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collector.cli import Program, Registry
-from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
+from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
 from collector.suites.report import EXIT_ERROR
 
 if TYPE_CHECKING:
     from collector.suites.report import Report
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse exits 2 on usage errors already; the message stays one line."""
-
-
 def check_parser() -> argparse.ArgumentParser:
     from collector.suites.inputs import FORMATS
 
-    p = _Parser(prog="tooltrail check", formatter_class=HelpFormatter, description=(
+    p = Parser(prog="tooltrail check", formatter_class=HelpFormatter, description=(
         "Score recorded conversations against a suite. Exit 0: all passed; 1: a check "
         "failed; 2: usage error, unreadable input or invalid suite."))
     p.add_argument("suite", help="suite file (YAML or JSON)")
@@ -73,7 +69,7 @@ def _error(command: str, message: str) -> int:
 
 def run_check(argv: list[str]) -> int:
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.suites.inputs import expand
+    from collector.suites.inputs import InputError, expand
     from collector.suites.suite import SuiteError, load_suite
 
     args = check_parser().parse_args(argv)
@@ -99,7 +95,10 @@ def run_check(argv: list[str]) -> int:
 
     options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
                              keep_plumbing=args.keep_plumbing)
-    sources = list(expand(args.inputs))
+    try:
+        sources = list(expand(args.inputs))
+    except InputError as exc:
+        return _error("check", str(exc))
     progress = _progress(len(sources))
     with check_offline(suite, sources, options, forced=args.input_format,
                        with_conversations=args.format == "json" or bool(args.html),

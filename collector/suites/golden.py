@@ -9,7 +9,6 @@ of matching argument keys (a key name or a dotted path, at any depth) into `{$an
 
 from __future__ import annotations
 
-import argparse
 import sys
 import urllib.parse
 from collections.abc import Mapping, Sequence
@@ -18,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter
+from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
 from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
 from collector.scorer import NOT_EXECUTED
 from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
@@ -34,11 +33,15 @@ def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions
                        forced: str | None = None) -> Trajectory:
     from collector import scorer
     from collector.store import queries
-    from collector.suites.inputs import expand
+    from collector.suites.inputs import InputError, expand
     from collector.suites.run import temporary_store, write
 
+    try:
+        paths = list(expand(sources))
+    except InputError as exc:
+        raise GoldenError(str(exc)) from exc
     with temporary_store() as engine:
-        reads = write(engine, list(expand(sources)), options, forced)
+        reads = write(engine, paths, options, forced)
         bad = [r for r in reads if r.error]
         if bad:
             raise GoldenError(f"{bad[0].source}: {bad[0].error}")
@@ -103,7 +106,7 @@ def golden(trajectory: Trajectory, key: str, *, ident: str | None, match: str,
 
 
 def run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail golden", description=__doc__,
+    p = Parser(prog="tooltrail golden", description=__doc__,
                                 formatter_class=HelpFormatter)
     p.add_argument("inputs", nargs="*", metavar="INPUT")
     p.add_argument("--conversation", required=True, metavar="KEY", help="the conversation to pin")

@@ -8,7 +8,6 @@ it, never dropped silently; a file that is not what it says is an `ImportFailure
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import HelpFormatter
+from collector.clihelp import HelpFormatter, Parser
 from collector.suites.messages import BadMessages, expected_turns
 from collector.suites.suite import SuiteError, parse_suite, suite_document
 from matcher import InvalidExpectation
@@ -502,7 +501,7 @@ def dump(document: Mapping[str, Any]) -> str:
 
 
 def run(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail import", formatter_class=HelpFormatter,
+    p = Parser(prog="tooltrail import", formatter_class=HelpFormatter,
                                 description=(
         "Write a tooltrail suite (YAML) from another tool's file. Unmapped fields are "
         "warnings on stderr; exit 2 when the file is not what FORMAT says."))

@@ -81,14 +81,20 @@ class Read:
 
 
 def expand(paths: Iterable[str]) -> Iterator[str]:
-    """Inputs in order, directories recursively (sorted; hidden entries skipped), `-` as is."""
+    """Inputs in order, directories recursively (sorted; hidden entries skipped), `-` as is.
+    A directory with no input file in it raises InputError: a gate over no recording would
+    pass whatever the agent did."""
     for raw in paths:
         path = Path(raw)
         if raw != "-" and path.is_dir():
+            found = False
             for child in sorted(path.rglob("*")):
                 rel = child.relative_to(path)
                 if child.is_file() and not any(p.startswith(".") for p in rel.parts):
+                    found = True
                     yield str(child)
+            if not found:
+                raise InputError(f"{raw}: directory holds no input file")
         else:
             yield raw
 
@@ -208,8 +214,12 @@ def detect(data: bytes) -> str:
     if head not in (b"{", b"["):
         if not data.strip():
             raise InputError("empty input")
+        if data[:1] != PROTOBUF_FIRST_BYTE:
+            raise InputError(f"{_looks_like(data)}, not an input tooltrail reads: {READS}")
         return "otlp-protobuf"
     first = _first_json(data)
+    if _is_console_span(first):
+        raise InputError(CONSOLE_EXPORTER)
     if isinstance(first, dict):
         if "resourceSpans" in first or "resource_spans" in first:
             return "otlp-json" if _single_json(data) else "otlp-jsonl"
@@ -232,7 +242,47 @@ def _first_json(data: bytes) -> Any:
     try:
         return json.loads(line)
     except ValueError as exc:
-        raise InputError(f"not valid JSON or JSON Lines: {exc}") from exc
+        try:  # several pretty-printed values one after another (ConsoleSpanExporter)
+            return json.JSONDecoder().raw_decode(data.decode("utf-8", "replace").lstrip())[0]
+        except ValueError:
+            raise InputError(f"not valid JSON or JSON Lines: {exc}") from exc
+
+
+# Every serialised ExportTraceServiceRequest that holds anything starts with its field 1
+# (`resource_spans`, length-delimited): the tag byte 0x0a.
+PROTOBUF_FIRST_BYTE = b"\x0a"
+READS = ("OTLP (protobuf, JSON, JSON Lines), OpenAI messages or ADK events; "
+         "--input-format forces one")
+CONSOLE_EXPORTER = (
+    "this is ConsoleSpanExporter text, not OTLP: record with tooltrail's "
+    "OTLPJsonLinesSpanExporter (`from tooltrail import OTLPJsonLinesSpanExporter`), or the "
+    "OpenTelemetry Collector's `file` exporter (docs/suites.md, \"Recording spans to a file\")")
+
+
+def _is_console_span(value: Any) -> bool:
+    """The opentelemetry-sdk ConsoleSpanExporter's `Span.to_json()`: a span as a Python-SDK
+    object, ids under `context`, not an OTLP request."""
+    if not isinstance(value, dict):
+        return False
+    context = value.get("context")
+    return isinstance(context, dict) and "span_id" in context and "name" in value
+
+
+def _looks_like(data: bytes) -> str:
+    """What a file that is none of the formats seems to be, for its error."""
+    sample = data[:4096]
+    try:
+        text = sample.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(sample) - 4:  # not a character cut at the sample's end
+            return f"binary data (first bytes {data[:8].hex(' ')})"
+        text = sample[: exc.start].decode("utf-8")
+    printable = sum(ch.isprintable() or ch in "\t\r\n" for ch in text)
+    if text and printable < 0.95 * len(text):
+        return f"binary data (first bytes {data[:8].hex(' ')})"
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    shown = first[:60] + ("…" if len(first) > 60 else "")
+    return f"plain text (first line: {shown!r})"
 
 
 def _single_json(data: bytes) -> bool:

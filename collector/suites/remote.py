@@ -14,7 +14,6 @@ is an error (exit 2), never a pass.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import API_KEY_ENV, API_KEY_HELP, PROJECT_HELP, HelpFormatter
+from collector.clihelp import API_KEY_ENV, API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
 from collector.suites.report import Check, Report
 from collector.suites.suite import Suite, SuiteError, load_suite
 from matcher import parse_expectation
@@ -188,7 +187,7 @@ def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = N
 
 
 def run_apply(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="tooltrail apply", formatter_class=HelpFormatter, description=(
+    p = Parser(prog="tooltrail apply", formatter_class=HelpFormatter, description=(
         "Register a suite's expectations on a server, idempotently."))
     p.add_argument("suite")
     p.add_argument("--server", required=True, metavar="URL")

@@ -104,6 +104,8 @@ def parse_suite(data: Any, source: str = "<suite>") -> Suite:
     items = data.get("expectations")
     if not isinstance(items, list):
         raise SuiteError(source, "expectations", "required: a list of expectations")
+    if not items:  # a gate over nothing would pass every agent
+        raise SuiteError(source, "expectations", "empty: a suite needs at least one expectation")
     entries: list[Entry] = []
     seen: set[str] = set()
     for i, item in enumerate(items):

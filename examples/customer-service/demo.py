@@ -254,12 +254,13 @@ def main(argv: list[str]) -> int:
         passed = all(ok for _, ok in outcomes)
         say()
         say(f"HTML report: {html}")
-        say(f"web view of the failing v2 conversation: "
-            f"{server.base_url}/ui/conversations/{SHOWCASE}")
         if not passed:
             say("demo: some promised outcomes did not happen (see MISSED above)")
-        if args.ci:
+        if args.ci:  # the server stops as this returns: a URL to it would lead nowhere
+            say("web view: not kept with --ci (./scripts/demo keeps tooltrail running)")
             return 0 if passed else 1
+        say(f"web view of the failing v2 conversation: "
+            f"{server.base_url}/ui/conversations/{SHOWCASE}")
         say(f"tooltrail keeps running at {server.base_url}/ui/ — Ctrl-C stops it")
         try:
             while server.process.poll() is None:

@@ -183,3 +183,19 @@ def test_commands_parsing_their_own_arguments_show_defaults(
     text = " ".join(done.stdout.split())
     for option in shown:
         assert option in text, text
+
+
+@pytest.mark.parametrize("argv", [
+    ("serve", "--bogus"), ("serve", "--database-url"), ("check", "s.yaml", "x", "--bogus"),
+    ("extract", "--bogus"), ("bench", "ingest", "--bogus"), ("golden", "--bogus"),
+    ("apply", "--bogus"), ("import", "--bogus"), ("bench", "check", "--bogus"),
+])
+def test_a_bad_flag_is_one_line_naming_it_and_the_help(argv: tuple[str, ...]) -> None:
+    done = tooltrail(*argv)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    command = " ".join(argv[:2] if argv[0] == "bench" else argv[:1])
+    assert line.startswith(f"tooltrail {command}: ")
+    assert line.endswith(f"(`tooltrail {command} --help` lists the options)")
+    assert "--bogus" in line or "--database-url" in line or "required" in line

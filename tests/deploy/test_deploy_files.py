@@ -257,3 +257,20 @@ def test_collector_config_pipelines_use_defined_components_and_reach_the_replica
     assert host.startswith(f"{headless['metadata']['name']}.{kustomization()['namespace']}.")
     assert headless["spec"]["clusterIP"] == "None"
     assert lb["resolver"]["dns"]["port"] in [p["port"] for p in headless["spec"]["ports"]]
+
+
+def test_deploy_md_says_what_probes_each_deployment_has() -> None:
+    """docs/deploy.md's row of each Deployment names the probes its manifest declares (the
+    worker's were added to the manifest while the page still said it had none)."""
+    page = (ROOT / "docs" / "deploy.md").read_text()
+    checked = 0
+    for path in sorted((ROOT / "deploy" / "kubernetes").glob("*-deployment.yaml")):
+        (deployment,) = [d for d in load_all(path) if d["kind"] == "Deployment"]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{path.name}` |"))
+        for probe, word in (("livenessProbe", "liveness"), ("readinessProbe", "readiness")):
+            if probe in container:
+                checked += 1
+                assert word in row and container[probe]["httpGet"]["path"] in row, (path, row)
+    assert checked >= 4  # serve and worker, liveness and readiness each
+    assert "no probes" not in page

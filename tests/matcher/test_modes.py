@@ -1,5 +1,5 @@
 """Order modes: one example table for all five modes, steps, and the cases where we
-deliberately differ from the systems in ../shared/seeds."""
+deliberately differ from ArkSim, Rhesis, agentevals and BFCL-style matchers."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ def test_migration_0004_creates_and_drops_the_signal_tables(database_url: str) -
 
 def test_pending_approvals_and_the_version_are_counted(database_url: str) -> None:
     """A call awaiting a human's approval is stored with status `pending` (the approval round
-    trip of kagent / ADK, ../shared/seeds/004); it counts in the pending-approval rate."""
+    trip of kagent / ADK); it counts in the pending-approval rate."""
     migrate(database_url)
     engine = make_engine(database_url)
     trace_id, start = "ab" * 16, 1_700_000_000_000_000_000

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.cli import main
+from collector.otlp_file import request_json
 from tests.spans import ToolStep, agent_turn, capture, to_request
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -21,17 +20,7 @@ CAPTURES = ROOT / "tests" / "captures"
 
 def otlp_json_line(request: ExportTraceServiceRequest) -> str:
     """One request as the Collector `file` exporter writes it (OTLP/JSON, hex ids, one line)."""
-    data = MessageToDict(request, use_integers_for_enums=True)
-
-    def hexed(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: base64.b64decode(v).hex() if k in ("traceId", "spanId", "parentSpanId")
-                    and isinstance(v, str) else hexed(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [hexed(v) for v in value]
-        return value
-
-    return json.dumps(hexed(data), separators=(",", ":"))
+    return request_json(request)
 
 
 def session_requests(conversation: str | None,
