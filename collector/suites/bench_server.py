@@ -83,9 +83,9 @@ def run(url: str, store: str, count: int, client: str | None, timeout: float) ->
                     if time.monotonic() > deadline:
                         raise SystemExit(f"{key} was not scored within {timeout:g} s")
         started = time.perf_counter()
-        child = subprocess.run(
+        child = subprocess.run(  # cwd: `-m` puts it first on sys.path, before PYTHONPATH
             [*command, "check", str(suite), "--server", base, "--wait", "10"],
-            capture_output=True, timeout=timeout, env=env, check=False)
+            capture_output=True, timeout=timeout, env=env, cwd=tmp, check=False)
         took = time.perf_counter() - started
     if child.returncode not in (0, 1):
         print(child.stderr.decode(errors="replace")[-2000:], file=sys.stderr)
