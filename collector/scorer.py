@@ -3,7 +3,9 @@
 The one composition of extraction's reconciliation (`collector.extract.reconcile`), capture's
 merge of explicit calls (`collector.capture.merge`) and the matcher. The worker
 (`collector/worker.py`) and `tooltrail check` (`collector/suites/run.py`) both score through
-it; the store (`collector/store/leases.py`) only reads and writes rows.
+it, the worker over the store's rows (`collector/store/leases.py`, which only reads and
+writes rows), `check` over the same rows kept in memory (`ScoringReads`,
+`collector/memory_store.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
@@ -63,12 +65,25 @@ def applies(exp: Expectation, conv: ConversationFacts) -> bool:
     )
 
 
-def trajectories(conn: Connection, ids: Sequence[int], *,
+class ScoringReads(Protocol):
+    """Where scoring reads conversations from other than a store connection: the rows
+    `leases.trajectory_rows` gives (`collector.memory_store.MemoryStore`, `tooltrail check`'s
+    store)."""
+
+    def trajectory_rows(self, ids: Sequence[int], *, results: bool = True
+                        ) -> tuple[TurnOrder, dict[int, list[ToolCall]]]: ...
+
+
+def trajectories(source: Connection | ScoringReads, ids: Sequence[int], *,
                  results: bool = True) -> dict[int, Trajectory]:
-    """The stored conversations `ids` as the matcher sees them (`build_trajectories`).
-    Without `results`, each call's result is only whether it has one
-    (`leases.trajectory_rows`): the same calls, turns and errors, for readers that count."""
-    order, calls = leases.trajectory_rows(conn, ids, results=results)
+    """The stored conversations `ids` (of a store connection, or of `source`) as the matcher
+    sees them (`build_trajectories`). Without `results`, each call's result is only whether
+    it has one (`leases.trajectory_rows`): the same calls, turns and errors, for readers that
+    count."""
+    if isinstance(source, Connection):
+        order, calls = leases.trajectory_rows(source, ids, results=results)
+    else:
+        order, calls = source.trajectory_rows(ids, results=results)
     return build_trajectories(order, calls)
 
 

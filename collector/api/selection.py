@@ -1,7 +1,13 @@
 """What an expectation selects, said in the answer to its create and replace (issue 11
-item 21: an expectation without a selector applies to every conversation, and says so)."""
+item 21: an expectation without a selector applies to every conversation, and says so), and
+listed by `GET /api/v1/conversations?selected_by=` (what `tooltrail check --server` reads)."""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection
 
@@ -34,3 +40,31 @@ def selection(
         description=selector.describe(),
         stored=stored,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Picked:
+    """An expectation's selector as `queries.list_conversations` filters: SQL narrows (the
+    key glob's literal prefix, the service, an agent), then `picks` decides on each row as
+    the worker does (`scorer.applies`)."""
+
+    key_prefix: str | None
+    service: str | None
+    agent: str | None
+    picks: Callable[[dict[str, Any]], bool] | None  # None: the selector picks every one
+
+
+def picked_by(exp: Expectation) -> Picked:
+    """What `list_conversations` needs to list exactly the conversations `exp` selects."""
+    selector = exp.selector
+    if selector.every:
+        return Picked(None, None, None, None)
+    glob = selector.conversation
+    prefix = re.split(r"[*?\[]", glob, maxsplit=1)[0] if glob is not None else None
+
+    def picks(row: dict[str, Any]) -> bool:
+        return scorer.applies(exp, leases.ConversationFacts(
+            row["id"], row["key"], row["service"], tuple(row["agents"] or ()),
+            row["attributes"] or {}, row["change_seq"], row["last_seen"], row["project"]))
+
+    return Picked(prefix or None, selector.service, selector.agent, picks)

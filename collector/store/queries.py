@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, select, update
@@ -45,11 +45,15 @@ def list_conversations(
     key_contains: str | None = None,
     source: str | None = None,
     project: str | None = None,
+    key_prefix: str | None = None,
+    picks: Callable[[dict[str, Any]], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """Conversations, newest first (by id), filtered. `passed`, `expectation` and `reason`
-    ask for one current result having all of them."""
+    ask for one current result having all of them; `picks`, a predicate on the row that the
+    other filters narrow (an expectation's selector, `collector.api.selection`), keeps the
+    rows it holds for, read in chunks until the page is full."""
     c = conversations.c
-    query = select(conversations).order_by(c.id.desc()).limit(limit)
+    query = select(conversations).order_by(c.id.desc())
     if project is not None:
         query = query.where(c.project == project)
     if agent is not None:
@@ -66,8 +70,8 @@ def list_conversations(
         query = query.where(scored.exists())
     if key_contains:
         query = query.where(c.key.contains(key_contains, autoescape=True))
-    if before_id is not None:
-        query = query.where(c.id < before_id)
+    if key_prefix:  # SQLite's LIKE ignores ASCII case: a superset there, `picks` decides
+        query = query.where(c.key.startswith(key_prefix, autoescape=True))
     if service is not None:
         query = query.where(c.service == service)
     if since_ns is not None:
@@ -88,7 +92,22 @@ def list_conversations(
             .where(tool_calls.c.conversation_id == c.id, tool_calls.c.source == source)
             .exists()
         )
-    return [dict(r._mapping) for r in conn.execute(query)]
+    if picks is None:
+        if before_id is not None:
+            query = query.where(c.id < before_id)
+        return [dict(r._mapping) for r in conn.execute(query.limit(limit))]
+    out: list[dict[str, Any]] = []
+    while len(out) < limit:
+        chunk = query if before_id is None else query.where(c.id < before_id)
+        rows = [dict(r._mapping) for r in conn.execute(chunk.limit(PICKED_CHUNK))]
+        out.extend(r for r in rows if picks(r))
+        if len(rows) < PICKED_CHUNK:
+            break
+        before_id = rows[-1]["id"]
+    return out[:limit]
+
+
+PICKED_CHUNK = 1000  # rows read per statement while `picks` fills a page
 
 
 def count_conversations(conn: Connection, project: str | None = None) -> int:

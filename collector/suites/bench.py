@@ -18,7 +18,6 @@ a conversation left as the script goes passes everything it is picked by, and (w
 from __future__ import annotations
 
 import json
-import logging
 import os
 import random
 import resource
@@ -158,10 +157,11 @@ def suite(count: int = 20, selective: bool = False) -> dict[str, Any]:
 def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, float]:
     """CPU seconds per 1,000 conversations of each stage of `check`, in this process, on the
     first `conversations` of the benchmark's input: decoding (the receivers' codec),
-    extraction, storing (the rest of `run.write`: rows and the writer's transactions),
-    scoring (`run.collect`: trajectories read back, the matcher, the spool) and the table."""
+    extraction, storing (the rest of `run.remember`: rows and the in-memory store), scoring
+    (`run.collect`: trajectories read back, the matcher, the spool) and the table."""
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
     from collector.ingest import extract_safely
+    from collector.memory_store import MemoryStore
     from collector.receivers.codec import JSON, decode_body
     from collector.suites import run
     from collector.suites.report import render
@@ -179,18 +179,16 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
         extract_safely(request, options)
     extracted = clock()
     del requests
-    logging.disable(logging.INFO)  # the temporary store's migrations, as `check` runs them
-    with run.temporary_store() as engine:
-        begun = clock()
-        reads = run.write(engine, [str(inputs)], options)
-        stored = clock()
-        report = run.collect(engine, load_suite(suite_path), reads, directory,
-                             with_conversations=False, with_results=False)
-        scored = clock()
-        for _ in render(report, "table"):
-            pass
-        tabled = clock()
-    logging.disable(logging.NOTSET)
+    store = MemoryStore()
+    begun = clock()
+    reads = run.remember(store, [str(inputs)], options)
+    stored = clock()
+    report = run.collect(store, load_suite(suite_path), reads, directory,
+                         with_conversations=False, with_results=False)
+    scored = clock()
+    for _ in render(report, "table"):
+        pass
+    tabled = clock()
     per = 1000 / conversations
     return {"decode": (decoded - started) * per, "extract": (extracted - decoded) * per,
             "store": ((stored - begun) - (extracted - started)) * per,

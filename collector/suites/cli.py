@@ -60,6 +60,7 @@ def register(registry: Registry) -> None:
     ):
         registry.add(Program(name, help_text, f"{__name__}:{function}"))
     registry.add_bench("check", "collector.suites.bench")
+    registry.add_bench("check-server", "collector.suites.bench_server")
 
 
 def _error(command: str, message: str) -> int:

@@ -6,10 +6,12 @@ created, changed (or deactivated) ones get a new version, equal ones are left al
 `--prune` deactivates the server's expectations of this suite that the file no longer has.
 
 `check --server` reads verdicts the server computed: every suite expectation must be on the
-server as the file says (else `apply` first), and each conversation's results are read with
-`GET /api/v1/conversations/{key}/results?wait=…` until its scoring is `scored`, so a verdict is
-never one the worker is about to replace. A conversation still pending after `--wait` seconds
-is an error (exit 2), never a pass.
+server as the file says (else `apply` first). The server lists the conversations each
+expectation's selector picks (`GET /api/v1/conversations?selected_by=`); only those are read,
+each one's results with `GET /api/v1/conversations/{key}/results?wait=…` until its scoring is
+`scored`, so a verdict is never one the worker is about to replace. A selected conversation
+still pending after `--wait` seconds is an error (exit 2) for each expectation selecting it,
+never a pass; one no expectation selects is never read, so it cannot hold the gate.
 """
 
 from __future__ import annotations
@@ -140,10 +142,15 @@ def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = N
             raise RemoteError(f"expectation {ident!r} is {state} on {url}: run "
                               f"`tooltrail apply {suite.source} --server {url}` first")
         versions[ident] = have["version"]
-    keys = sorted(c["key"] for c in server.pages("/api/v1/conversations"))
+    # the server lists what each expectation's selector picks: nothing else is read
+    selected = {e.id: {c["key"]: c for c in server.pages("/api/v1/conversations",
+                                                         selected_by=e.id)}
+                for e in suite.entries}
+    summaries = {k: c for picked in selected.values() for k, c in picked.items()}
+    keys = sorted(summaries)
     deadline = time.monotonic() + wait
     results: dict[str, list[dict[str, Any]]] = {}
-    pending: list[str] = []
+    pending: set[str] = set()
     for key in keys:
         while True:
             left = max(0.0, deadline - time.monotonic())
@@ -153,37 +160,34 @@ def check_remote(suite: Suite, url: str, *, wait: float, api_key: str | None = N
             if answer["scoring"] == "scored" or left <= 0:
                 break
         if answer["scoring"] != "scored":
-            pending.append(key)
+            pending.add(key)
         results[key] = answer["data"]
     checks: list[Check] = []
-    selected: set[str] = set()
     for entry in suite.entries:
-        matched = False
-        for key in keys:
+        for key in sorted(selected[entry.id]):
             if key in pending:
+                last = summaries[key]["last_seen"]
+                checks.append(Check(entry.id, key, "error",
+                                    f"scoring still pending after {wait:g} s (last span "
+                                    f"received {last})", None))
                 continue
             mine = [r for r in results[key] if r["expectation"] == entry.id
                     and r["expectation_version"] == versions[entry.id]]
-            if mine:
-                matched = True
-                selected.add(key)
+            if not mine:  # the worker's matcher raised (it logged why): never a silent pass
+                checks.append(Check(entry.id, key, "fail", "the conversation was not scored",
+                                    None))
             for r in sorted(mine, key=lambda r: (r["scope"].get("kind") == "turn",
                                                  r["scope"].get("turn") or 0)):
                 checks.append(Check(entry.id, key, "pass" if r["passed"] else "fail",
                                     r["reason"], r))
-        for key in pending:
-            checks.append(Check(entry.id, key, "error",
-                                f"scoring still pending after {wait:g} s", None))
-        if not matched and not pending:
+        if not selected[entry.id]:
             checks.append(Check(entry.id, None, "skipped" if entry.optional else "fail",
                                 "no conversation matched", None))
     conversations = {
         key: server.ok("GET", f"/api/v1/conversations/{_quoted(key)}") for key in keys
     } if with_conversations else {}
     return Report(suite=suite, reads=[], checks=checks, conversations=conversations,
-                  conversation_keys=keys,
-                  unselected=[k for k in keys if k not in selected and k not in pending],
-                  origin={k: url for k in keys})
+                  conversation_keys=keys, unselected=[], origin={k: url for k in keys})
 
 
 def run_apply(argv: list[str]) -> int:

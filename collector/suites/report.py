@@ -223,6 +223,17 @@ def _row(c: Check) -> tuple[str, str, str, str, str]:
     return c.status.upper(), c.expectation, where, _scores(c), c.reason
 
 
+UNSELECTED_SHOWN = 5  # keys named on the table's "not selected" line; JSON lists them all
+
+
+def unselected_line(keys: Sequence[str]) -> str:
+    """One short line whatever their number: the first few keys and how many more."""
+    shown = ", ".join(keys[:UNSELECTED_SHOWN])
+    more = len(keys) - UNSELECTED_SHOWN
+    return (f"not selected by any expectation: {shown}"
+            + (f" and {more:,} more (--format json lists them)" if more > 0 else ""))
+
+
 def table(report: Report) -> Iterator[str]:
     """The default output: one line per check, then the summary (lines made as printed)."""
     for read in report.unreadable:
@@ -235,7 +246,7 @@ def table(report: Report) -> Iterator[str]:
         cells = [row[i].ljust(widths[i]) for i in range(4)]
         yield "  ".join([*cells, row[4]]).rstrip()
     if report.unselected:
-        yield f"not selected by any expectation: {', '.join(report.unselected)}"
+        yield unselected_line(report.unselected)
     counts = report.statuses
     yield (f"{counts['pass']} passed, {counts['fail']} failed, {counts['skipped']} skipped"
            + (f", {counts['error']} without a verdict" if counts["error"] else "")

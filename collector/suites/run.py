@@ -1,13 +1,16 @@
-"""`tooltrail check` without a server: the service's own store, writer and scoring on a
-temporary SQLite database.
+"""`tooltrail check` without a server: the service's own extraction, rows and scoring, on an
+in-memory store.
 
-Nothing here extracts, reconciles or scores by itself: the inputs' batches go through the
-`Writer` (group commit, as ingest does) into the service's tables; each conversation's
-trajectory is read back and scored by `collector.scorer`, the worker's own composition
-(`scorer.trajectories`, `applies`, `score_pairs`); each result takes the row shape the worker
-stores (`scorer.result_row`) and the REST shape `api.convert` gives it. Results are not
-stored: they are spooled to a file per expectation as they are made and read back once per
-rendering, so memory holds one chunk of conversations' results, never all of them.
+Nothing here extracts, reconciles or scores by itself: the inputs' batches are prepared as
+ingest prepares them (`rows.prepare`) and kept by `collector.memory_store.MemoryStore` as the
+writer would store them; each conversation's trajectory is read from it through the
+interface the worker reads through and scored by `collector.scorer`, the worker's own
+composition (`scorer.trajectories`, `applies`, `score_pairs`); each result takes the row shape
+the worker stores (`scorer.result_row`) and the REST shape `api.convert` gives it. Results are
+not kept: they are spooled to a file per expectation as they are made and read back once per
+rendering, so memory holds the calls and one chunk of conversations' results, never all
+results. `temporary_store` and `write` put inputs in a real (temporary SQLite) store, for
+`tooltrail golden` and for comparing with the worker.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from sqlalchemy import Engine
 from collector import conversation_view, scorer
 from collector.api import convert
 from collector.extract import ExtractOptions
+from collector.memory_store import MemoryStore
 from collector.metrics import Metrics
 from collector.projects import DEFAULT_PROJECT
-from collector.store import leases, queries
+from collector.store import leases
 from collector.store.db import make_engine, migrate
 from collector.store.rows import prepare
 from collector.store.writer import Writer
@@ -43,7 +47,6 @@ log = logging.getLogger(__name__)
 
 SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batches per commit)
 SCORE_CHUNK = 500  # conversations whose trajectories are read and scored together
-ALL = 1 << 62  # "no limit" for the list queries
 VERSION = 1  # every suite expectation is version 1 of itself
 
 
@@ -124,9 +127,26 @@ def _by_scope(check: Check) -> tuple[bool, int]:
     return check.turn_index is not None, check.turn_index or 0
 
 
-def score(engine: Engine, suite: Suite, spool: Spool, *, with_results: bool
+def remember(store: MemoryStore, sources: Sequence[str], options: ExtractOptions,
+             forced: str | None = None,
+             progress: Callable[[str], None] | None = None) -> list[Read]:
+    """Read every input and keep its batches in `store` as they are read; returns what each
+    input gave."""
+    reads: list[Read] = []
+    for i, source in enumerate(sources, 1):
+        read = Read(source, forced)
+        reads.append(read)
+        for batch in read_input(source, options, forced, read):
+            if not batch.empty:
+                store.add(prepare(batch), time.time())
+        if progress:
+            progress(f"read {i}/{len(sources)} inputs")
+    return reads
+
+
+def score(store: MemoryStore, suite: Suite, spool: Spool, *, with_results: bool
           ) -> tuple[list[str], list[str]]:
-    """Score every stored conversation against the suite, a chunk of conversations'
+    """Score every conversation of `store` against the suite, a chunk of conversations'
     trajectories at a time, each result going to `spool` as it is made (per expectation, in
     conversation-key order); returns (every conversation key, the keys no expectation
     selects). An expectation that selects nothing gets its "no conversation matched"."""
@@ -140,27 +160,26 @@ def score(engine: Engine, suite: Suite, spool: Spool, *, with_results: bool
         log.error("scoring conversation %r against %s failed: %s", f.key, e.slug,
                   sys.exc_info()[1])
 
-    with engine.connect() as conn:
-        facts = leases.facts_upto(conn, ALL) or []
-        facts.sort(key=lambda f: f.key)
-        for start in range(0, len(facts), SCORE_CHUNK):
-            part = facts[start:start + SCORE_CHUNK]
-            pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
-            paths = scorer.trajectories(conn, sorted({f.id for f, _ in pairs}))
-            now = time.time()
-            found = {(s.expectation.slug, s.conversation.key):
-                     [_check(s, result, now, with_results) for result in s.results]
-                     for s in scorer.score_pairs(pairs, paths, failed)}
-            chosen = {f.key for f, _ in pairs}
-            unselected.extend(f.key for f in part if f.key not in chosen)
-            for f, e in pairs:
-                picked.add(e.slug)
-                checks = found.get((e.slug, f.key))
-                if not checks:  # the matcher raised (logged): never a silent pass
-                    checks = [Check(e.slug, f.key, "fail", "the conversation was not scored",
-                                    None)]
-                for check in sorted(checks, key=_by_scope):
-                    spool.add(check)
+    facts = store.facts()
+    facts.sort(key=lambda f: f.key)
+    for start in range(0, len(facts), SCORE_CHUNK):
+        part = facts[start:start + SCORE_CHUNK]
+        pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
+        paths = scorer.trajectories(store, sorted({f.id for f, _ in pairs}))
+        now = time.time()
+        found = {(s.expectation.slug, s.conversation.key):
+                 [_check(s, result, now, with_results) for result in s.results]
+                 for s in scorer.score_pairs(pairs, paths, failed)}
+        chosen = {f.key for f, _ in pairs}
+        unselected.extend(f.key for f in part if f.key not in chosen)
+        for f, e in pairs:
+            picked.add(e.slug)
+            checks = found.get((e.slug, f.key))
+            if not checks:  # the matcher raised (logged): never a silent pass
+                checks = [Check(e.slug, f.key, "fail", "the conversation was not scored",
+                                None)]
+            for check in sorted(checks, key=_by_scope):
+                spool.add(check)
     for e in wanted:
         if e.slug not in picked:
             spool.add(Check(e.slug, None, "skipped" if optional[e.slug] else "fail",
@@ -173,8 +192,8 @@ class StoredConversations(Mapping[str, Any]):
     from the store (and reconciled) once, when first asked for, then kept as JSON in a file
     beside the spool: a report renders each several times and never holds them all."""
 
-    def __init__(self, engine: Engine, keys: Sequence[str], directory: Path) -> None:
-        self.engine = engine
+    def __init__(self, store: MemoryStore, keys: Sequence[str], directory: Path) -> None:
+        self.store = store
         self.keys_in_order = list(keys)
         self.known = set(keys)
         self.where: dict[str, tuple[int, int]] = {}  # key → (offset, length) in the file
@@ -187,12 +206,12 @@ class StoredConversations(Mapping[str, Any]):
             offset, length = self.where[key]
             self.file.seek(offset)
             return load(self.file.read(length))
-        with self.engine.connect() as conn:
-            row = queries.get_conversation(conn, key)
-            if row is None:
-                raise KeyError(key)
-            turns = conversation_view.conversation_turns(conn, row["id"])
-            value = convert.conversation(row, turns).model_dump(mode="json")
+        cid = self.store.conversation_id(key, DEFAULT_PROJECT)
+        if cid is None:
+            raise KeyError(key)
+        turns = conversation_view.shown_turns(*self.store.conversation_rows(cid))
+        value = convert.conversation(self.store.conversation_row(cid, turns),
+                                     turns).model_dump(mode="json")
         data = dump(value)
         self.where[key] = (self.file.seek(0, io.SEEK_END), len(data))
         self.file.write(data)
@@ -211,7 +230,7 @@ class StoredConversations(Mapping[str, Any]):
         self.file.close()
 
 
-def collect(engine: Engine, suite: Suite, reads: Sequence[Read], directory: Path, *,
+def collect(store: MemoryStore, suite: Suite, reads: Sequence[Read], directory: Path, *,
             with_conversations: bool, with_results: bool = True) -> Report:
     """The report: per selected (expectation, conversation) its results (whole REST result
     objects only `with_results`; the verdict and scores always), spooled to `directory`;
@@ -221,12 +240,12 @@ def collect(engine: Engine, suite: Suite, reads: Sequence[Read], directory: Path
         for key in read.conversations:
             origin.setdefault(key, read.source)
     with Spool(directory, [e.id for e in suite.entries]) as spool:
-        keys, unselected = score(engine, suite, spool, with_results=with_results)
+        keys, unselected = score(store, suite, spool, with_results=with_results)
     return Report(
         suite=suite,
         reads=list(reads),
         checks=spool,
-        conversations=(StoredConversations(engine, keys, directory) if with_conversations
+        conversations=(StoredConversations(store, keys, directory) if with_conversations
                        else {}),
         conversation_keys=keys,
         unselected=unselected,
@@ -240,14 +259,14 @@ def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions,
                   forced: str | None = None, with_conversations: bool = True,
                   with_results: bool = True,
                   progress: Callable[[str], None] | None = None) -> Iterator[Report]:
-    """Score the inputs' conversations against the suite on a temporary store; the report
+    """Score the inputs' conversations against the suite on an in-memory store; the report
     is valid inside the `with` (its checks and conversations are read back as rendered)."""
-    with temporary_store() as engine, tempfile.TemporaryDirectory(
-            prefix="tooltrail-check-spool-") as directory:
-        reads = write(engine, sources, options, forced, progress)
+    store = MemoryStore()
+    with tempfile.TemporaryDirectory(prefix="tooltrail-check-spool-") as directory:
+        reads = remember(store, sources, options, forced, progress)
         if progress:
             progress("scoring")
-        report = collect(engine, suite, reads, Path(directory),
+        report = collect(store, suite, reads, Path(directory),
                          with_conversations=with_conversations, with_results=with_results)
         try:
             yield report

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
 from collector import conversation_view
-from collector.api import convert
+from collector.api import convert, selection
 from collector.api.deps import (
     CursorParam,
     Limit,
@@ -34,6 +34,7 @@ from collector.api.schemas import (
 from collector.governance import retention
 from collector.store import queries
 from collector.store.state import scoring_state
+from matcher import parse_expectation
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +63,31 @@ def list_conversations(
     expectation: Annotated[str | None, Query(description="has a current result of it")] = None,
     source: Annotated[str | None, Query(
         description="has a call of this provenance: otel, explicit, a2a, adk_events")] = None,
+    selected_by: Annotated[str | None, Query(description=(
+        "picked by the selector of this active expectation of the project, as the worker "
+        "picks (scored yet or not)"))] = None,
 ) -> ConversationPage:
     """Conversations of the project, newest first."""
     since_s, until_s = parse_time(since, "since"), parse_time(until, "until")
+    picked = selection.Picked(None, None, None, None)
+    if selected_by is not None:
+        row = queries.latest_expectation(conn, selected_by)
+        if row is None or not row["active"] or row["project"] != project:
+            raise ApiError(400, f"selected_by: no active expectation {selected_by!r} in "
+                           f"project {project!r}", {"field": "selected_by"})
+        picked = selection.picked_by(parse_expectation(row["body"]))
     rows = queries.list_conversations(
         conn,
         limit=limit + 1,
         before_id=decode_cursor(cursor),
-        service=service,
+        service=service if service is not None else picked.service,
         tool=tool,
+        key_prefix=picked.key_prefix,
+        picks=picked.picks,
         since_ns=int(since_s * 1e9) if since_s is not None else None,
         until_ns=int(until_s * 1e9) if until_s is not None else None,
         has_errors=has_errors,
-        agent=agent,
+        agent=agent if agent is not None else picked.agent,
         passed=passed,
         expectation=expectation,
         source=source,

@@ -224,6 +224,13 @@ def test_junit_and_github_and_unselected(suite: Path, tmp_path: Path,
                       "optional: true}]\n")
     code, out, _ = run(capsys, "check", str(narrow), str(other))
     assert code == 0 and "not selected by any expectation: x-other" in out
+    many = write_jsonl(tmp_path / "many.jsonl", [
+        r for i in range(8) for r in session_requests(f"x-{i}", [[ToolStep("a", {})]])])
+    code, out, _ = run(capsys, "check", str(narrow), str(many))
+    assert code == 0 and ("not selected by any expectation: x-0, x-1, x-2, x-3, x-4 and 3 more "
+                          "(--format json lists them)") in out.splitlines()
+    code, doc = run_json(capsys, "check", str(narrow), str(many))
+    assert doc["unselected"] == [f"x-{i}" for i in range(8)]
 
 
 def test_usage_errors_exit_2(suite: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -207,3 +207,86 @@ def test_client_commands_take_the_api_key_from_the_environment(
         code, out, _ = run(capsys, "apply", str(suite), "--server", keyed.base_url,
                            "--api-key", "env-admin")
         assert code == 0 and "unchanged srv-lookup-first" in out
+
+
+def test_selected_by_lists_what_the_selector_picks(server: Server) -> None:
+    """`GET /api/v1/conversations?selected_by=`: SQL narrows by the key glob's prefix (in
+    SQLite, whatever the ASCII case), the selector decides; pages stay full and in order."""
+    with server.client() as client:
+        for ident, selector in (("sel-lower", {"conversation": "pick-?"}),
+                                ("sel-upper", {"conversation": "PICK-*"}),
+                                ("sel-agent", {"agent": "support", "conversation": "*-2"})):
+            assert client.post("/api/v1/expectations", json={
+                "id": ident, "selector": selector, "forbid": ["x"]}).status_code == 201
+    for key in ("pick-1", "pick-2", "pick-10", "other-2", "PICK-3"):
+        send(server, key, [ToolStep("lookup_order", {})])
+    server.wait_for("/api/v1/conversations/PICK-3", lambda b: b["call_count"] == 1)
+
+    def listed(ident: str, limit: int) -> list[str]:
+        keys, cursor = [], None
+        with server.client() as client:
+            while True:
+                page = client.get("/api/v1/conversations", params={
+                    "selected_by": ident, "limit": limit, **({"cursor": cursor} if cursor
+                                                             else {})}).json()
+                assert len(page["data"]) == limit or not page["next_cursor"]
+                keys += [c["key"] for c in page["data"]]
+                cursor = page["next_cursor"]
+                if not cursor:
+                    return keys
+
+    assert listed("sel-lower", 1) == ["pick-2", "pick-1"]  # newest first; not pick-10
+    assert listed("sel-upper", 1) == ["PICK-3"]
+    agent = listed("sel-agent", 1)
+    assert "pick-2" in agent and "other-2" in agent and "pick-1" not in agent
+    with server.client() as client:
+        bad = client.get("/api/v1/conversations", params={"selected_by": "nope"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["message"] == (
+            "selected_by: no active expectation 'nope' in project 'default'")
+        for ident in ("sel-lower", "sel-upper", "sel-agent"):
+            assert client.delete(f"/api/v1/expectations/{ident}").status_code == 204
+
+
+GATE_SUITE = """
+name: gate
+expectations:
+  - id: gate-lookup
+    selector: {conversation: "gate-sel-*"}
+    calls: [{name: lookup_order}]
+  - id: gate-late
+    selector: {conversation: "gate-late-*"}
+    calls: [{name: lookup_order}]
+"""
+
+
+def test_check_server_reads_and_waits_for_the_selected_only(
+        server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28 items 2 and 3: only the conversations the suite selects are read, and only
+    they hold the gate; one still pending is reported by key, for its expectations only."""
+    suite = tmp_path / "suite.yaml"
+    suite.write_text(GATE_SUITE)
+    assert run(capsys, "apply", str(suite), "--server", server.base_url)[0] == 0
+    send(server, "gate-sel-1", [ToolStep("lookup_order", {"order_id": 1})])
+    code, doc = run_json(capsys, "check", str(suite), "--server", server.base_url,
+                         "--wait", "30")
+    assert code == 1 and list(doc["conversations"]) == ["gate-sel-1"]
+    assert doc["unselected"] == [] and verdicts(doc) == {
+        ("gate-lookup", "gate-sel-1"): "pass", ("gate-late", None): "fail"}
+    send(server, "gate-other-1", [ToolStep("lookup_order", {})])  # settling, not selected
+    send(server, "gate-late-1", [ToolStep("lookup_order", {})])  # settling, selected
+    code, out, _ = run(capsys, "check", str(suite), "--server", server.base_url,
+                       "--wait", "0")
+    assert code == 2, out
+    lines = [line.split() for line in out.splitlines()]
+    errors = [(row[1], row[2]) for row in lines if row and row[0] == "ERROR"]
+    assert errors == [("gate-late", "gate-late-1")]
+    assert "scoring still pending after 0 s (last span received " in out
+    assert "gate-other-1" not in out and "not selected" not in out
+    assert any(row[:3] == ["PASS", "gate-lookup", "gate-sel-1"] for row in lines)
+    suite.write_text(GATE_SUITE.split("  - id: gate-late")[0])  # gate-late-1: unselected
+    assert run(capsys, "apply", str(suite), "--server", server.base_url, "--prune")[0] == 0
+    send(server, "gate-other-2", [ToolStep("lookup_order", {})])
+    code, out, _ = run(capsys, "check", str(suite), "--server", server.base_url,
+                       "--wait", "0")
+    assert code == 0, out
