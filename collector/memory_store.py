@@ -235,7 +235,8 @@ def _pack(calls: list[tuple[int, tuple[Any, ...]]]) -> bytes:
 
 
 def _unpack(blob: bytes) -> list[tuple[int, tuple[Any, ...]]]:
-    return pickle.loads(zlib.decompress(blob))  # only bytes this process packed
+    calls: list[tuple[int, tuple[Any, ...]]] = pickle.loads(zlib.decompress(blob))
+    return calls  # only bytes this process packed are ever unpacked
 
 
 def _agents(conv: _Conversation) -> list[str]:
