@@ -22,6 +22,18 @@ from collector.model import Batch, ToolCall
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
+# Captures of issue 27 whose ground truth extraction does not reach yet: expected to fail (strict,
+# so the mark must go when extraction is fixed).
+ISSUE_27_PENDING = {
+    "langgraph_langsmith_otel": "LangSmith OTel: thread id in langsmith.metadata.thread_id, "
+                                "args in gen_ai.prompt, result in gen_ai.completion (issue 27)",
+}
+
+
+def pending(names: list[str]) -> list[Any]:
+    """`names` as parameters, those of ISSUE_27_PENDING marked xfail(strict)."""
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ISSUE_27_PENDING[n]))
+            if n in ISSUE_27_PENDING else n for n in names]
 # Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
 # is a conversation of its own, keyed by its trace.
 NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
@@ -91,7 +103,7 @@ def turns_of(batch: Batch, *, keep_requests: bool = True) -> list[list[ToolCall]
     return [[p.resolved() for p in placed[t.trace_id]] for t in traces]
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", pending(FIXTURES))
 def test_trajectory_equals_ground_truth(name: str) -> None:
     request, expected = load(name)
     batch = extract(request)
@@ -115,7 +127,7 @@ def test_otlp_json_twin_extracts_the_same(name: str) -> None:
     assert not refused and extract(twin) == extract(request)
 
 
-@pytest.mark.parametrize("name", sorted(set(FIXTURES) - STEPS_NEED_REQUESTS))
+@pytest.mark.parametrize("name", pending(sorted(set(FIXTURES) - STEPS_NEED_REQUESTS)))
 def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
     """Without the LLM spans' requests, overlapping sibling tool spans still share a step.
     A call no tool span shows (`"tool_span": false`: requested, never executed in its turn)
@@ -132,7 +144,7 @@ def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
                        for turn in want]
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", pending(FIXTURES))
 def test_each_turn_has_one_request_row_per_model_call(name: str) -> None:
     """Requests are stored as not-executed rows `{llm span}#{j}`; each is answered once."""
     request, expected = load(name)
