@@ -15,13 +15,13 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except Exception as exc:  # noqa: BLE001 - any build failure falls back to pure Python
+        except Exception as exc:  # any build failure falls back to pure Python
             self._warn(exc)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._warn(exc)
 
     @staticmethod

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field, replace
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.extract import otlp
 from collector.extract.approvals import interrupt_calls
 from collector.extract.conventions import convention_of, skipped
 from collector.extract.decoding import noting
 from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
-from collector.extract import otlp
 from collector.extract.otlp import SpanView
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
 from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span, key_problem
@@ -76,14 +76,16 @@ def analyze(
     with noting() as lossy:
         items = otlp.span_views(request)
         count = len(items)
+        # SpanItem pairs (view, name as sent) or (None, RejectedSpan): mypy does not narrow
+        # the second member by the first
         for view, sent in items:
             if view is None:
-                rejected.append(sent)
+                rejected.append(sent)  # type: ignore[arg-type]
                 continue
             found = find_key(view)
             problem = key_problem(view, found)
             if problem is not None:
-                rejected.append(RejectedSpan(view.trace_id, view.span_id, sent, problem))
+                rejected.append(RejectedSpan(view.trace_id, view.span_id, sent, problem))  # type: ignore[arg-type]
                 continue
             views.append((view, found))
         index = {(v.trace_id, v.span_id): v for v, _ in views}
