@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import Connection
 
-from collector import conversation_view, summaries
+from collector import conversation_view, summaries, turn_view
 from collector.api import convert
 from collector.api.deps import (
     AppState,
@@ -178,10 +178,15 @@ def conversation_page(key: str, request: Request, conn: ReadConn, app: State,
     if row is None:
         return page(request, "missing.html", status=404,
                     what=f"No conversation {key!r} in project {scope!r}.")
-    conversation = convert.conversation(row, conversation_view.conversation_turns(conn, row["id"]))
-    c = conversation.model_dump()
+    shown = conversation_view.conversation_turns(conn, row["id"])
+    c = convert.conversation(row, shown).model_dump()
+    for turn, stored in zip(c["turns"], shown, strict=True):
+        for call, call_row in zip(turn["tool_calls"], stored["tool_calls"], strict=True):
+            call["duration_ms"] = turn_view.ms(call_row["start_ns"], call_row["end_ns"])
+            call["attributes"] = call_row.get("attributes") or {}  # the span's, as stored
+    details = turn_view.turn_details(conn, row["id"], shown)
     verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
-    return page(request, "conversation.html", c=c, verdicts=verdicts)
+    return page(request, "conversation.html", c=c, verdicts=verdicts, details=details)
 
 
 @router.get("/ui/expectations")
