@@ -307,3 +307,77 @@ def signout() -> RedirectResponse:
     response = RedirectResponse("/ui/signin", status_code=303)
     response.delete_cookie(session.COOKIE, path="/ui", httponly=True, samesite="strict")
     return response
+
+
+def _golden(conn: Connection, key: str, scope: str) -> dict[str, Any] | None:
+    """The expectation `tooltrail golden --conversation KEY` writes (its defaults)."""
+    from collector import scorer
+    from collector.suites.golden import golden
+
+    row = queries.get_conversation(conn, key, scope)
+    if row is None:
+        return None
+    return golden(scorer.trajectory(conn, row["id"]), key, ident=None, match="strict",
+                  arguments="exact", per_turn=False, ignore=())
+
+
+@router.get("/ui/golden")
+def golden_preview(request: Request, conn: ReadConn, app: State, key: Text = None,
+                   project: Text = None) -> HTMLResponse:
+    """The golden expectation of a conversation, shown before it is saved."""
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    body = _golden(conn, key or "", scope)
+    if body is None:
+        return page(request, "missing.html", status=404,
+                    what=f"No conversation {key!r} in project {scope!r}.")
+    return page(request, "golden.html", key=key, project=scope, body=body,
+                body_json=convert_json(body), admin=ApiKeys.parse(
+                    app.settings.api_keys, app.settings.api_keys_file).enabled, message=None)
+
+
+def convert_json(body: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(body, ensure_ascii=False)
+
+
+@router.post("/ui/golden", response_model=None)
+async def golden_save(request: Request, app: State) -> Response:
+    """Save the shown expectation through the REST creation route. A write needs an admin key
+    typed into the form: the session cookie never authorises a write (collector.ui.session)."""
+    import json
+
+    from collector.api.routes.expectations import create_expectation
+
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    field = {k: (v or [""])[0] for k, v in form.items()}
+    keys = ApiKeys.parse(app.settings.api_keys, app.settings.api_keys_file)
+    key, scope = field.get("key", ""), field.get("project", "")
+    try:
+        body = json.loads(field.get("body", ""))
+        if not isinstance(body, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        return page(request, "missing.html", status=400, what=f"body: not an expectation ({exc})")
+    admin = field.get("admin_key", "").strip()
+
+    def again(status: int, message: str) -> HTMLResponse:
+        return page(request, "golden.html", status=status, key=key, project=scope, body=body,
+                    body_json=convert_json(body), admin=keys.enabled, message=message)
+
+    try:
+        keys.check(f"Bearer {admin}" if admin else None, "write")
+        scope = _project(app, scope)
+    except (Unauthenticated, Forbidden) as exc:
+        return again(403, f"{exc} (pinning needs an admin key)")
+    except ApiError as exc:
+        return again(exc.status, exc.message)
+    try:
+        with app.engine.connect() as conn:  # the route commits
+            created = create_expectation(body, conn, app, scope)
+    except ApiError as exc:
+        return again(exc.status, exc.message)
+    return RedirectResponse(f"/ui/expectations/{created.id}", status_code=303)

@@ -372,7 +372,7 @@ def test_report_opens_offline(server: Server, browser: Any, shots: Path,
 
 
 def test_signin_with_keys(tmp_path: Path, browser: Any) -> None:
-    keys = "ingest:ingest-key,read:read-key"
+    keys = "ingest:ingest-key,read:read-key,admin-key"
     with running_server(f"sqlite:///{tmp_path / 'keys.db'}",
                         env={"TOOLTRAIL_API_KEYS": keys}) as s:
         base = s.base_url
@@ -403,7 +403,34 @@ def test_signin_with_keys(tmp_path: Path, browser: Any) -> None:
         cookies = {"tooltrail_key": "read-key"}
         assert httpx.get(base + "/api/v1/conversations", cookies=cookies).status_code == 401
         assert httpx.get(base + "/ui/jobs", cookies=cookies).status_code == 200
+        # pinning as golden: the read key of the session may look, only an admin key saves
+        assert httpx.post(base + "/ui/golden", cookies=cookies, data={
+            "key": "x", "project": "default", "body": json.dumps({"id": "g", "calls": []}),
+            "admin_key": "read-key"}).status_code == 403
         page.get_by_role("button", name="Sign out").click()
         page.goto(base + "/ui/")
         assert "/ui/signin" in page.url
         context.close()
+
+
+def test_pin_as_golden(server: Server, browser: Any, shots: Path) -> None:
+    """Last in the module: it adds an expectation the other tests do not expect."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(server.base_url + "/ui/conversations/hostile-1")
+    page.get_by_role("link", name="Pin as golden…").click()
+    page.wait_for_url("**/ui/golden?*")
+    shown = page.inner_text("pre.golden")
+    assert "match: strict" in shown and "<script>window.__pwned = 1</script>" in shown
+    assert page.locator("main script, main img").count() == 0
+    page.screenshot(path=str(shots / "golden.png"), full_page=True)
+    page.get_by_role("button", name="Save expectation hostile-1").click()
+    page.wait_for_url("**/ui/expectations/hostile-1")
+    with server.client() as client:
+        saved = client.get("/api/v1/expectations/hostile-1").json()["expectation"]
+    assert saved["calls"][0]["arguments"] == {"q": HOSTILE}
+    assert saved["selector"] == {"conversation": "hostile-1"}
+    page.goto(server.base_url + "/ui/golden?key=hostile-1")  # a second save: the REST 409
+    page.get_by_role("button", name="Save expectation hostile-1").click()
+    assert "already" in page.inner_text("[role=alert]") or "exists" in page.inner_text(
+        "[role=alert]")
+    page.close()
