@@ -381,3 +381,77 @@ async def golden_save(request: Request, app: State) -> Response:
     except ApiError as exc:
         return again(exc.status, exc.message)
     return RedirectResponse(f"/ui/expectations/{created.id}", status_code=303)
+
+
+COMPARED = 50  # pairs shown on the compare page (the newest conversations of each version)
+
+
+def _pair_key(key: str, version: str) -> str:
+    """A conversation's scenario across versions: its key, the version's name taken out (so
+    `refund-7@v1` and `refund-7@v2` pair; keys that do not name the version pair as they are)."""
+    return key.replace(version, "{version}") if version else key
+
+
+def _first_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str | None:
+    """Where two trajectories (calls in order) first differ, in words; None when equal."""
+    for n, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x["name"] != y["name"]:
+            return f"call {n + 1}: {x['name']} → {y['name']}"
+        if x.get("arguments") != y.get("arguments"):
+            return f"call {n + 1} ({x['name']}): arguments differ"
+    if len(a) != len(b):
+        n = min(len(a), len(b))
+        longer = a if len(a) > len(b) else b
+        side = "only the baseline" if longer is a else "only the candidate"
+        return f"call {n + 1}: {longer[n]['name']} in {side}"
+    return None
+
+
+@router.get("/ui/compare")
+def compare_page(request: Request, conn: ReadConn, app: State, project: Text = None,
+                 service: Text = None, baseline: Text = None,
+                 candidate: Text = None) -> HTMLResponse:
+    """Two versions of a service (the `service.version` the production signals record): drift
+    figures, then the same scenarios side by side, verdict by verdict."""
+    from collector.api.routes.signals import thresholds
+    from collector.production.counts import Counts
+    from collector.production.drift import drift
+
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    if not service or baseline is None or candidate is None:
+        return page(request, "missing.html", status=400,
+                    what="give service, baseline and candidate (versions of the service)")
+    totals = production.totals(conn, project=scope, service=service)
+    base, cand = totals.get((service, baseline), Counts()), totals.get((service, candidate),
+                                                                       Counts())
+    measures = drift(base, cand, thresholds(app))
+    sides, names = {}, {}
+    for version in (baseline, candidate):
+        ids = production.version_conversations(conn, scope, service, version, COMPARED)
+        names[version] = queries.conversation_keys(conn, ids)
+        sides[version] = {_pair_key(names[version][i], version): i
+                          for i in ids if i in names[version]}
+    paired = [k for k in sides[baseline] if k in sides[candidate]]
+    ids = [sides[v][k] for k in paired for v in (baseline, candidate)]
+    keys = {**names[baseline], **names[candidate]}
+    verdicts: dict[int, dict[str, bool]] = {}
+    for cid, slug, ok in queries.current_verdicts(conn, ids):
+        verdicts.setdefault(cid, {})[slug] = verdicts.get(cid, {}).get(slug, True) and ok
+    rows = []
+    for k in paired:
+        b, c = sides[baseline][k], sides[candidate][k]
+        calls = [[call for t in conversation_view.conversation_turns(conn, i)
+                  for call in t["tool_calls"]] for i in (b, c)]
+        slugs = sorted({*verdicts.get(b, {}), *verdicts.get(c, {})})
+        rows.append({"scenario": k, "baseline": keys[b], "candidate": keys[c],
+                     "verdicts": [(s, verdicts.get(b, {}).get(s), verdicts.get(c, {}).get(s))
+                                  for s in slugs],
+                     "first_difference": _first_difference(*calls)})
+    unpaired = {v: sorted(names[v][i] for k, i in sides[v].items() if k not in paired)
+                for v in (baseline, candidate)}
+    return page(request, "compare.html", project=scope, service=service, baseline=baseline,
+                candidate=candidate, base=Figures.of(base), cand=Figures.of(cand),
+                measures=measures, rows=rows, unpaired=unpaired, limit=COMPARED)
