@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collector import __version__
-from collector.clihelp import Parser, usage_error
+from collector.clihelp import CONVENTIONS_HELP, Parser, usage_error
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
     from collector.config import Settings
@@ -349,6 +349,7 @@ def add_extract_arguments(parser: argparse.ArgumentParser) -> None:
                         help="an extra attribute key carrying the conversation id (repeatable)")
     parser.add_argument("--keep-plumbing", action="store_true",
                         help="keep framework plumbing calls")
+    parser.add_argument("--conventions", metavar="FILE", help=CONVENTIONS_HELP)
 
 
 def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
@@ -359,11 +360,13 @@ def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
     from collector import extract_report
     from collector.errors import InvalidPayload
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from collector.extract.conventions import given_conventions
 
     try:
         if args.file and not args.database_url:
             options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
-                                     keep_plumbing=args.keep_plumbing)
+                                     keep_plumbing=args.keep_plumbing,
+                                     conventions=given_conventions(args.conventions))
             report = extract_report.file_report(Path(args.file), options, args.conversation)
         elif args.database_url and args.conversation and not args.file:
             report = extract_report.stored_report(args.database_url, args.conversation)

@@ -13,6 +13,8 @@ from typing import Any, NoReturn
 # is given: a key on the command line shows in `ps`
 API_KEY_ENV = "TOOLTRAIL_API_KEY"
 API_KEY_HELP = f"(env {API_KEY_ENV}; a flag shows in `ps`)"
+CONVENTIONS_HELP = ("a YAML file of tool-span conventions tried before the built-in ones "
+                    "(env TOOLTRAIL_CONVENTIONS; docs/conventions.md)")
 PROJECT_HELP = "with --server: the project its REST calls name (default: the server's)"
 
 

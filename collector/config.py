@@ -13,10 +13,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
-from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     JsonConfigSettingsSource,
@@ -28,6 +35,9 @@ from pydantic_settings import (
 )
 
 from collector.projects import DEFAULT_PROJECT, project_problem
+
+if TYPE_CHECKING:
+    from collector.extract import ExtractOptions
 
 MIB = 1024 * 1024
 ENV_PREFIX = "TOOLTRAIL_"
@@ -145,6 +155,36 @@ class Settings(BaseSettings):
     keep_plumbing: bool = Field(
         False, description="keep framework plumbing tool calls (adk_*, handoffs, final_result)"
     )
+    conventions: str | None = Field(
+        None, description="a YAML file of tool-span conventions tried before the built-in ones "
+        "(docs/conventions.md, \"Conventions files\")",
+    )
+    _conventions_text: str = PrivateAttr("")
+
+    @field_validator("conventions")
+    @classmethod
+    def _valid_conventions(cls, value: str | None) -> str | None:
+        from collector.extract.conventions import read_conventions
+
+        if value:
+            read_conventions(value)  # ConventionsError names the entry and the field
+        return value or None
+
+    @model_validator(mode="after")
+    def _read_conventions(self) -> Settings:
+        from collector.extract.conventions import read_conventions
+
+        # read at start: every extraction (ingest processes, reextract jobs) uses this text
+        self._conventions_text = read_conventions(self.conventions) if self.conventions else ""
+        return self
+
+    def extract_options(self) -> ExtractOptions:
+        """The extraction options these settings give (ingest, capture, reextract jobs)."""
+        from collector.extract import ExtractOptions
+
+        return ExtractOptions(conversation_keys=tuple(self.conversation_keys),
+                              keep_plumbing=self.keep_plumbing, project=self.project,
+                              conventions=self._conventions_text)
     api_keys: CommaList = Field(
         default_factory=list,
         description="API keys, `role:key` (roles ingest, read, admin; a bare key is admin); "

@@ -80,7 +80,7 @@ def file_report(
         "spans": [span_row(n, depth) for depth, n in ordered(analysis.spans)],
         "rejected": [vars_of(r) for r in batch.rejected],
         "unextracted": [vars_of(r) for r in batch.unextracted],
-        "conversation_keys": key_report(request, batch.traces, options.conversation_keys),
+        "conversation_keys": key_report(request, batch.traces, options.keys()),
         "conversations": conversations,
     }
 

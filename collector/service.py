@@ -18,7 +18,6 @@ from collector.api.auth import ApiKeyInterceptor
 from collector.api.gauges import ExpectationGauges, SignalGauges
 from collector.apikeys import ApiKeys
 from collector.config import Settings
-from collector.extract import ExtractOptions
 from collector.governance.redaction import load_policy
 from collector.ingest import Ingest, Offload, Pipeline
 from collector.metrics import Metrics
@@ -86,11 +85,7 @@ class Service:
             prepare=partial(prepare, redact=load_policy(
                 settings.redaction_rules, settings.redaction_secret,
                 settings.span_attributes).apply),
-            options=ExtractOptions(
-                conversation_keys=tuple(settings.conversation_keys),
-                keep_plumbing=settings.keep_plumbing,
-                project=settings.project,
-            ),
+            options=settings.extract_options(),
             limit=settings.max_request_bytes,
             archive=archive.pack if settings.archive_enabled else None,
         )

@@ -10,7 +10,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from collector.extract import otlp
 from collector.extract.approvals import interrupt_calls
-from collector.extract.conventions import convention_of, skipped
+from collector.extract.conventions import convention_keys, convention_of, conventions_for, skipped
 from collector.extract.decoding import noting
 from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
@@ -35,6 +35,13 @@ class ExtractOptions:
     conversation_keys: Sequence[str] = DEFAULT_CONVERSATION_KEYS
     keep_plumbing: bool = False
     project: str = DEFAULT_PROJECT  # of traces whose resource names none (Settings.project)
+    # the text of a user's conventions file (Settings.conventions), validated at start: text,
+    # not parsed entries, so that it pickles to the ingest processes and stores in a job spec
+    conventions: str = ""
+
+    def keys(self) -> tuple[str, ...]:
+        """The conversation keys: the configured ones, then those a user's conventions name."""
+        return (*self.conversation_keys, *convention_keys(self.conventions))
 
 
 def is_plumbing(name: str) -> bool:
@@ -72,7 +79,7 @@ def analyze(
     options = options or ExtractOptions()
     rejected: list[RejectedSpan] = []
     views: list[tuple[SpanView, tuple[str, str] | None]] = []  # a span, its conversation key
-    find_key = KeyFinder(options.conversation_keys)
+    find_key = KeyFinder(options.keys())
     with noting() as lossy:
         items = otlp.span_views(request)
         count = len(items)
@@ -121,6 +128,7 @@ class _Pass:
         self.traces: dict[str, TraceAccumulator] = {}
         self.notes: dict[tuple[str, str], SpanNote] = {}
         self.scratch = SpanNote("", "", None, "", "span", 0)
+        self.conventions = conventions_for(options.conventions)
 
     def add(self, span: SpanView, found: tuple[str, str] | None) -> None:
         """Fold in one span and its conversation key (`conversation_source`)."""
@@ -139,7 +147,7 @@ class _Pass:
             self.notes[(span.trace_id, span.span_id)] = note
 
     def _tool(self, span: SpanView, note: SpanNote) -> bool:
-        convention = convention_of(span)
+        convention = convention_of(span, self.conventions)
         if convention is None:
             return False
         note.kind = f"tool ({convention.name})"

@@ -1,17 +1,65 @@
 """How each producer marks a span as a tool execution (docs/conventions.md, "Is this span a tool
-execution?"). Each convention is one entry; the first whose `detect` holds claims the span.
+execution?", and "Conventions files"). Each convention is one entry; the first whose `match`
+holds claims the span.
 
-MCP comes first only so that MCP spans are labelled `mcp` (they also set the GenAI operation);
-every other entry follows the document's order.
+The built-in entries are `builtin_conventions.yaml`, in the same format as a user's file
+(`TOOLTRAIL_CONVENTIONS`, `--conventions FILE`); a user's entries are tried before them and may
+also say where the call's fields are (an attribute, or a JSON path inside one). A user's file is
+carried as its text (`ExtractOptions.conventions`), so that the ingest process pool children and
+a reextract job compile the same entries the service validated at start.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
 
+import yaml
+
+from collector.extract.decoding import decode
 from collector.extract.otlp import SpanView
+
+BUILTIN_FILE = "builtin_conventions.yaml"
+CONVENTIONS_ENV = "TOOLTRAIL_CONVENTIONS"  # the `conventions` setting (collector.config)
+FIELDS = ("tool_name", "arguments", "result", "call_id", "error", "conversation_key")
+MATCH_KEYS = ("span_name", "span_name_is", "span_name_not", "attributes", "has_attributes")
+ENTRY_KEYS = ("name", "match", *FIELDS, "name_from_span", "name_is_span_name")
+MAX_ENTRIES = 256
+
+
+class ConventionsError(ValueError):
+    """A conventions file that cannot be used as written; fixing the file is the only remedy."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where one field is: an attribute's value, or the value at `path` inside its JSON."""
+
+    attribute: str
+    path: tuple[str | int, ...] = ()
+
+    def read(self, attributes: dict[str, Any]) -> Any:
+        value = attributes.get(self.attribute)
+        if value is None or not self.path:
+            return value
+        current, _ = decode(value)
+        for step in self.path:
+            if isinstance(current, dict) and isinstance(step, str):
+                current = current.get(step)
+            elif (isinstance(current, list) and isinstance(step, int)
+                  and -len(current) <= step < len(current)):
+                current = current[step]
+            else:
+                return None
+            if isinstance(current, str) and current[:1] in "{[":
+                current, _ = decode(current)
+        return current
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,42 +70,219 @@ class Convention:
     detect: Callable[[SpanView], bool]
     span_name: re.Pattern[str] | None = None  # group 1 of a match is the tool name
     name_is_tool: bool = False  # OpenInference: the span name is the tool's name
+    # a user's entry: where its fields are, read before the built-in `fields` lists
+    fields: tuple[tuple[str, Source], ...] = ()
+    name_pattern: re.Pattern[str] | None = None  # tool_name: {span_name: REGEX}, tried first
+    conversation_key: str | None = None
+
+    def source(self, field: str) -> Source | None:
+        for name, where in self.fields:
+            if name == field:
+                return where
+        return None
 
 
-def _mcp(span: SpanView) -> bool:
-    return span.attributes.get("mcp.method.name") == "tools/call"
+def _fail(where: str, message: str) -> ConventionsError:
+    return ConventionsError(f"{where}: {message}")
 
 
-def _genai(span: SpanView) -> bool:
-    return span.attributes.get("gen_ai.operation.name") == "execute_tool"
+def _regex(value: Any, where: str) -> re.Pattern[str]:
+    if not isinstance(value, str) or not value:
+        raise _fail(where, "must be a regular expression (a non-empty string)")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise _fail(where, f"is not a valid regular expression ({exc})") from None
 
 
-def _openinference(span: SpanView) -> bool:
-    return span.attributes.get("openinference.span.kind") == "TOOL" and not span.name.startswith(
-        "handoff to "
+def _equals(key: str, value: Any) -> Callable[[SpanView], bool]:
+    return lambda s: s.attributes.get(key) == value
+
+
+def _has(key: str) -> Callable[[SpanView], bool]:
+    return lambda s: s.attributes.get(key) is not None
+
+
+def _one_match(spec: Any, where: str) -> Callable[[SpanView], bool]:
+    if not isinstance(spec, dict) or not spec:
+        raise _fail(where, "must be a mapping of " + ", ".join(MATCH_KEYS))
+    unknown = sorted(set(spec) - set(MATCH_KEYS))
+    if unknown:
+        raise _fail(f"{where}.{unknown[0]}", "unknown key (known: " + ", ".join(MATCH_KEYS) + ")")
+    tests: list[Callable[[SpanView], bool]] = []
+    equal = spec.get("attributes") or {}
+    if not isinstance(equal, dict) or not all(isinstance(k, str) for k in equal):
+        raise _fail(f"{where}.attributes", "must map attribute names to the value they equal")
+    for key, value in equal.items():
+        if not isinstance(value, str | int | float | bool):
+            raise _fail(f"{where}.attributes.{key}", "must be a string, number or boolean")
+        tests.append(_equals(key, value))
+    present = spec.get("has_attributes") or []
+    if not isinstance(present, list) or not all(isinstance(k, str) and k for k in present):
+        raise _fail(f"{where}.has_attributes", "must be a list of attribute names")
+    tests.extend(_has(key) for key in present)
+    if "span_name_is" in spec:
+        exact = spec["span_name_is"]
+        if not isinstance(exact, str):
+            raise _fail(f"{where}.span_name_is", "must be a string")
+        tests.append(lambda s: s.name == exact)
+    if "span_name" in spec:
+        pattern = _regex(spec["span_name"], f"{where}.span_name")
+        tests.append(lambda s: pattern.search(s.name) is not None)
+    if "span_name_not" in spec:
+        refused = _regex(spec["span_name_not"], f"{where}.span_name_not")
+        tests.append(lambda s: refused.search(s.name) is None)
+    if not tests:
+        raise _fail(where, "matches every span; give span_name, attributes or has_attributes")
+    if len(tests) == 1:
+        return tests[0]
+    return lambda s: all(test(s) for test in tests)
+
+
+def _match(spec: Any, where: str) -> Callable[[SpanView], bool]:
+    """A `match`: a mapping (all of it holds) or a list of mappings (any one holds)."""
+    if isinstance(spec, list):
+        if not spec:
+            raise _fail(where, "an empty list matches nothing")
+        alternatives = [_one_match(s, f"{where}[{i}]") for i, s in enumerate(spec)]
+        return lambda s: any(test(s) for test in alternatives)
+    return _one_match(spec, where)
+
+
+def _path(value: Any, where: str) -> tuple[str | int, ...]:
+    """`a.b.0.c`, or a list of keys and indexes."""
+    if isinstance(value, str) and value:
+        return tuple(int(p) if p.lstrip("-").isdigit() else p for p in value.split("."))
+    if isinstance(value, list) and value and all(isinstance(p, str | int) for p in value):
+        return tuple(value)
+    raise _fail(where, "must be a dotted path (`input.args`) or a list of keys and indexes")
+
+
+def _source(spec: Any, where: str) -> Source:
+    if isinstance(spec, str) and spec:
+        return Source(spec)
+    if isinstance(spec, dict) and isinstance(spec.get("attribute"), str) and spec["attribute"]:
+        unknown = sorted(set(spec) - {"attribute", "path"})
+        if unknown:
+            raise _fail(f"{where}.{unknown[0]}", "unknown key (known: attribute, path)")
+        path = _path(spec["path"], f"{where}.path") if "path" in spec else ()
+        return Source(spec["attribute"], path)
+    raise _fail(where, "must be an attribute name, or {attribute: NAME, path: a.b}")
+
+
+def _entry(raw: Any, index: int) -> Convention:
+    label = raw.get("name") if isinstance(raw, dict) else None
+    where = f"conventions[{index}]" + (f" ({label})" if isinstance(label, str) else "")
+    if not isinstance(raw, dict):
+        raise _fail(where, "must be a mapping")
+    unknown = sorted(set(raw) - set(ENTRY_KEYS))
+    if unknown:
+        raise _fail(f"{where}.{unknown[0]}", "unknown key (known: " + ", ".join(ENTRY_KEYS) + ")")
+    if not isinstance(label, str) or not label.strip():
+        raise _fail(f"{where}.name", "is required (a non-empty string, stored with each call)")
+    if "match" not in raw:
+        raise _fail(f"{where}.match", "is required (how to recognise the tool span)")
+    detect = _match(raw["match"], f"{where}.match")
+    sources: list[tuple[str, Source]] = []
+    name_pattern = None
+    for field in FIELDS[:-1]:
+        if field not in raw:
+            continue
+        spec = raw[field]
+        if field == "tool_name" and isinstance(spec, dict) and "span_name" in spec:
+            if set(spec) != {"span_name"}:
+                raise _fail(f"{where}.tool_name", "{span_name: REGEX} takes nothing else")
+            name_pattern = _regex(spec["span_name"], f"{where}.tool_name.span_name")
+            if name_pattern.groups < 1:
+                raise _fail(f"{where}.tool_name.span_name", "needs a group: group 1 is the name")
+            continue
+        sources.append((field, _source(spec, f"{where}.{field}")))
+    key = raw.get("conversation_key")
+    if key is not None and (not isinstance(key, str) or not key):
+        raise _fail(f"{where}.conversation_key", "must be an attribute name")
+    span_name = raw.get("name_from_span")
+    name_is = raw.get("name_is_span_name", False)
+    if not isinstance(name_is, bool):
+        raise _fail(f"{where}.name_is_span_name", "must be true or false")
+    if name_pattern is None and "tool_name" not in raw and isinstance(raw["match"], dict):
+        given = raw["match"].get("span_name")
+        pattern = re.compile(given) if isinstance(given, str) else None
+        if pattern is not None and pattern.groups >= 1:
+            name_pattern = pattern  # the match's own group 1 names the tool
+    return Convention(
+        name=label.strip(), detect=detect,
+        span_name=_regex(span_name, f"{where}.name_from_span") if span_name is not None else None,
+        name_is_tool=name_is, fields=tuple(sources), name_pattern=name_pattern,
+        conversation_key=key,
     )
 
 
-def _traceloop(span: SpanView) -> bool:
-    return span.attributes.get("traceloop.span.kind") == "tool"
+def parse(text: str, origin: str) -> tuple[tuple[Convention, ...], dict[str, Any]]:
+    """The entries of a conventions file's text, and the file's other sections; raises
+    ConventionsError naming the file, the entry and the field."""
+    try:
+        data = yaml.safe_load(text) if text.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConventionsError(f"{origin}: not valid YAML{at}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("conventions", []), list):
+        raise ConventionsError(f"{origin}: must be a mapping with a `conventions:` list")
+    entries = data.get("conventions") or []
+    if len(entries) > MAX_ENTRIES:
+        raise ConventionsError(f"{origin}: {len(entries)} entries; at most {MAX_ENTRIES}")
+    try:
+        parsed = tuple(_entry(raw, i) for i, raw in enumerate(entries))
+    except ConventionsError as exc:
+        raise ConventionsError(f"{origin}: {exc}") from None
+    return parsed, {k: v for k, v in data.items() if k != "conventions"}
 
 
-def _vercel(span: SpanView) -> bool:
-    return span.name == "ai.toolCall" or span.attributes.get("ai.operationId") == "ai.toolCall"
+@functools.lru_cache(maxsize=8)
+def user_conventions(text: str) -> tuple[Convention, ...]:
+    """A user's entries, from the file's text (`ExtractOptions.conventions`); cached per text.
+    The text was validated at start, so a failure here is a bug, raised as is."""
+    if not text:
+        return ()
+    parsed, rest = parse(text, "conventions")
+    if rest:
+        raise ConventionsError(f"conventions: unknown section {sorted(rest)[0]!r} (only "
+                               "`conventions:` is read)")
+    return parsed
 
 
-def _pydantic_ai(span: SpanView) -> bool:
-    return span.name == "running tool"
+def read_conventions(path: str | Path) -> str:
+    """The text of a user's conventions file, validated; raises ConventionsError (one line,
+    naming the file, the entry and the field) when it cannot be used."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConventionsError(f"conventions file {path}: cannot be read ({exc})") from None
+    try:
+        user_conventions(text)
+    except ConventionsError as exc:
+        message = str(exc).removeprefix("conventions: ")
+        raise ConventionsError(f"conventions file {path}: {message}") from None
+    return text
 
 
-CONVENTIONS: tuple[Convention, ...] = (
-    Convention("mcp", _mcp, re.compile(r"tools/call\s+(\S+)\s*$")),
-    Convention("genai", _genai, re.compile(r"^execute_tool\s+(.+)$")),
-    Convention("openinference", _openinference, name_is_tool=True),
-    Convention("traceloop", _traceloop, re.compile(r"^(.+)\.(?:tool|run)$")),
-    Convention("vercel", _vercel),
-    Convention("pydantic_ai", _pydantic_ai),
-)
+def given_conventions(path: str | None) -> str:
+    """The text of the conventions file a command was given (`--conventions FILE`, else
+    `TOOLTRAIL_CONVENTIONS`), validated; "" when none."""
+    chosen = path or os.environ.get(CONVENTIONS_ENV) or None
+    return read_conventions(chosen) if chosen else ""
+
+
+@functools.cache
+def builtin() -> tuple[tuple[Convention, ...], dict[str, Any]]:
+    """The shipped entries and their shared `fields` lists."""
+    text = resources.files("collector.extract").joinpath(BUILTIN_FILE).read_text("utf-8")
+    return parse(text, BUILTIN_FILE)
+
+
+CONVENTIONS: tuple[Convention, ...] = builtin()[0]
 
 # Span names that are never a tool the agent chose, whatever their attributes say.
 SKIPPED_SPANS = {
@@ -66,9 +291,21 @@ SKIPPED_SPANS = {
 SKIPPED_TOOL_NAMES = {"(merged tools)": "ADK summary of parallel calls (`(merged tools)`)"}
 
 
-def convention_of(span: SpanView) -> Convention | None:
+def conventions_for(text: str) -> tuple[Convention, ...]:
+    """A user's entries (from its file's text), then the built-ins."""
+    return (*user_conventions(text), *CONVENTIONS) if text else CONVENTIONS
+
+
+def convention_keys(text: str) -> tuple[str, ...]:
+    """The conversation keys a user's entries name."""
+    return tuple(c.conversation_key for c in user_conventions(text) if c.conversation_key)
+
+
+def convention_of(
+    span: SpanView, conventions: Sequence[Convention] | None = None
+) -> Convention | None:
     """The first convention that claims the span as a tool execution, if any."""
-    for convention in CONVENTIONS:
+    for convention in CONVENTIONS if conventions is None else conventions:
         if convention.detect(span):
             return convention
     return None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
-from collector.extract.conventions import Convention
+from collector.extract.conventions import Convention, builtin
 from collector.extract.decoding import (
     as_arguments,
     clean_id,
@@ -27,19 +27,6 @@ from collector.model import ToolCall
 
 Adapter = Callable[[Any], Any]
 
-# Also OpenInference's own `tool_call.*` keys (docs/conventions.md, "Fields"), which some of its
-# instrumentations put on TOOL spans (after the documented keys, except that the precise
-# `tool_call.function.arguments` comes before the sometimes collapsed `input.value`).
-NAME_KEYS = (
-    "gen_ai.tool.name", "tool.name", "ai.toolCall.name", "traceloop.entity.name",
-    "tool_call.function.name",
-)
-CALL_ID_KEYS = ("gen_ai.tool.call.id", "tool.id", "ai.toolCall.id", "tool_call.id")
-SPAN_NAME_PATTERNS = (
-    re.compile(r"^execute_tool\s+(.+)$"),
-    re.compile(r"^(.+)\.(?:tool|run)$"),
-    re.compile(r"tools/call\s+(\S+)\s*$"),
-)
 PEEK = 200  # LangGraph's `tools` node input starts with its `tool_call`
 MAX_NAME = 1024  # characters of a tool name: a longer one is refused, never cut
 LOGFIRE_MESSAGE = re.compile(r"^running tool:\s*(.+)$")
@@ -85,24 +72,27 @@ def _traceloop_input(value: Any) -> Any:
     return decoded
 
 
-ARGUMENT_KEYS: tuple[tuple[str, Adapter], ...] = (
-    ("gen_ai.tool.call.arguments", _present_or_null),
-    ("tool_arguments", _present_or_null),
-    ("ai.toolCall.args", _present_or_null),
-    ("gcp.vertex.agent.tool_call_args", _present_or_null),
-    ("tool_call.function.arguments", _present_or_null),
-    ("input.value", _present),
-    ("tool.parameters", _not_schema),
-    ("traceloop.entity.input", _traceloop_input),
-)
-RESULT_KEYS = (
-    "gen_ai.tool.call.result",
-    "tool_response",
-    "ai.toolCall.result",
-    "gcp.vertex.agent.tool_response",
-    "output.value",
-    "traceloop.entity.output",
-)
+ADAPTERS: dict[str, Adapter] = {
+    "present": _present, "present_or_null": _present_or_null, "not_schema": _not_schema,
+    "traceloop_input": _traceloop_input,
+}
+
+
+def _keys(spec: list[Any]) -> tuple[str, ...]:
+    return tuple(str(k) for k in spec)
+
+
+# The shared field lists of builtin_conventions.yaml (docs/conventions.md, "Fields"), in order.
+# OpenInference's own `tool_call.*` keys, which some of its instrumentations put on TOOL spans,
+# come after the documented keys, except that the precise `tool_call.function.arguments` comes
+# before the sometimes collapsed `input.value`.
+_FIELDS: dict[str, list[Any]] = builtin()[1]["fields"]
+NAME_KEYS = _keys(_FIELDS["tool_name"])
+CALL_ID_KEYS = _keys(_FIELDS["call_id"])
+SPAN_NAME_PATTERNS = tuple(re.compile(p) for p in _FIELDS["tool_name_from_span"])
+ARGUMENT_KEYS: tuple[tuple[str, Adapter], ...] = tuple(
+    (e["attribute"], ADAPTERS[e["adapter"]]) for e in _FIELDS["arguments"])
+RESULT_KEYS = _keys(_FIELDS["result"])
 
 
 def first(attributes: dict[str, Any], keys: tuple[str, ...]) -> Any:
@@ -124,6 +114,10 @@ def tool_name(span: SpanView, convention: Convention) -> str:
 
 
 def _parsed_name(span: SpanView, convention: Convention) -> str:
+    if convention.fields or convention.name_pattern:  # a user's entry: its own fields first
+        own = _user_name(span, convention)
+        if own:
+            return own
     value = first(span.attributes, NAME_KEYS)
     if isinstance(value, str) and value.strip():
         return value
@@ -143,8 +137,29 @@ def _parsed_name(span: SpanView, convention: Convention) -> str:
     raise NotExtractable(f"tool span {span.name!r} carries no tool name")
 
 
-def arguments_of(span: SpanView) -> Any:
-    """The raw arguments value (first present key, else the span events), or None."""
+def _user_name(span: SpanView, convention: Convention) -> str | None:
+    where = convention.source("tool_name")
+    value = where.read(span.attributes) if where is not None else None
+    if isinstance(value, str) and value.strip():
+        return value
+    match = convention.name_pattern.search(span.name) if convention.name_pattern else None
+    return match.group(1).strip() if match and match.group(1) else None
+
+
+def _own(span: SpanView, convention: Convention | None, field: str) -> Any:
+    """A user's entry's value of `field` (None when it names none or it is absent)."""
+    if convention is None or not convention.fields:
+        return None
+    where = convention.source(field)
+    return None if where is None else _present(where.read(span.attributes))
+
+
+def arguments_of(span: SpanView, convention: Convention | None = None) -> Any:
+    """The raw arguments value (the convention's own source, first present key, else the span
+    events), or None."""
+    own = _own(span, convention, "arguments")
+    if own is not None:
+        return own
     for key, adapter in ARGUMENT_KEYS:
         value = span.attributes.get(key)
         if value is not None:
@@ -154,8 +169,14 @@ def arguments_of(span: SpanView) -> Any:
     return event_arguments(span)
 
 
-def result_of(span: SpanView) -> tuple[Any, bool, bool]:
-    """(result, envelope says error, a result was present) from attributes, else events."""
+def result_of(span: SpanView, convention: Convention | None = None) -> tuple[Any, bool, bool]:
+    """(result, envelope says error, a result was present) from the convention's own source,
+    the attributes, else events."""
+    own = _own(span, convention, "result")
+    if own is not None:
+        result, is_error = unwrap_result(own)
+        if result is not None or is_error:
+            return result, is_error, True
     for key in RESULT_KEYS:
         value = span.attributes.get(key)
         if value is not None:
@@ -169,8 +190,12 @@ def result_of(span: SpanView) -> tuple[Any, bool, bool]:
     return result, is_error, result is not None
 
 
-def call_id_of(span: SpanView) -> str | None:
-    """The call id: attributes, else span events, else a LangChain ToolMessage output."""
+def call_id_of(span: SpanView, convention: Convention | None = None) -> str | None:
+    """The call id: the convention's own source, attributes, else span events, else a LangChain
+    ToolMessage output."""
+    own = clean_id(_own(span, convention, "call_id"))
+    if own is not None:
+        return own
     for key in CALL_ID_KEYS:
         found = clean_id(span.attributes.get(key))
         if found is not None:
@@ -197,8 +222,23 @@ def _own_status_error(span: SpanView, exception: Any) -> bool:
     return span.status_error
 
 
-def error_of(span: SpanView, envelope_error: bool) -> str | None:
+def _own_error(span: SpanView, convention: Convention | None) -> str | None:
+    """A user's error attribute: present and not false or empty means failed, with its text."""
+    value = _own(span, convention, "error")
+    if value is None or value is False or (isinstance(value, str) and not value.strip()):
+        return None
+    if value is True:
+        return "error"
+    text = value if isinstance(value, str) else str(value)
+    return text.strip().splitlines()[0] if text.strip() else "error"
+
+
+def error_of(span: SpanView, envelope_error: bool,
+             convention: Convention | None = None) -> str | None:
     """An error message when the call failed, else None."""
+    own = _own_error(span, convention)
+    if own is not None:
+        return own
     exception = next((e for e in span.events if e.name == "exception"), None)
     failed = (
         _own_status_error(span, exception)
@@ -241,16 +281,16 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
     uncollapsed arguments (LangGraph's `tools` node).
     """
     name = tool_name(span, convention)
-    arguments, arguments_raw = as_arguments(arguments_of(span))
-    result, envelope_error, _ = result_of(span)
-    call_id = call_id_of(span)
+    arguments, arguments_raw = as_arguments(arguments_of(span, convention))
+    result, envelope_error, _ = result_of(span, convention)
+    call_id = call_id_of(span, convention)
     hint = parent_tool_call(parent, name)
     if hint is not None:
         call_id = call_id or clean_id(hint.get("id"))
         if not isinstance(arguments, dict) and isinstance(hint.get("args"), dict):
             arguments, arguments_raw = hint["args"], None
     approval = approval_status(result, span.scope)
-    error = None if approval == PENDING else error_of(span, envelope_error)
+    error = None if approval == PENDING else error_of(span, envelope_error, convention)
     failed = error is not None
     if approval is None and waiting_span(convention.name, span.scope, span.attributes, failed):
         approval = PENDING

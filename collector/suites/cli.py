@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from collector.cli import Program, Registry
-from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
+from collector.clihelp import API_KEY_HELP, CONVENTIONS_HELP, PROJECT_HELP, HelpFormatter, Parser
 from collector.suites.report import EXIT_ERROR
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ def check_parser() -> argparse.ArgumentParser:
     p.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
                    help="an extra attribute key carrying the conversation id (repeatable)")
     p.add_argument("--keep-plumbing", action="store_true", help="keep framework plumbing calls")
+    p.add_argument("--conventions", metavar="FILE", help=CONVENTIONS_HELP)
     return p
 
 
@@ -70,6 +71,7 @@ def _error(command: str, message: str) -> int:
 
 def run_check(argv: list[str]) -> int:
     from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from collector.extract.conventions import ConventionsError, given_conventions
     from collector.suites.inputs import InputError, expand
     from collector.suites.suite import SuiteError, load_suite
 
@@ -94,8 +96,12 @@ def run_check(argv: list[str]) -> int:
         return _output(report, args)
     from collector.suites.run import check_offline
 
+    try:
+        conventions = given_conventions(args.conventions)
+    except ConventionsError as exc:
+        return _error("check", str(exc))
     options = ExtractOptions((*DEFAULT_CONVERSATION_KEYS, *(args.keys or ())),
-                             keep_plumbing=args.keep_plumbing)
+                             keep_plumbing=args.keep_plumbing, conventions=conventions)
     try:
         sources = list(expand(args.inputs))
     except InputError as exc:

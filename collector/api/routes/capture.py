@@ -35,7 +35,6 @@ from collector.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from collector.extract import ExtractOptions
 from collector.extract.traces import key_size_problem
 from collector.ingest import MEMORY_PER_BYTE, Ingest, admitted
 from collector.model import Batch
@@ -120,8 +119,7 @@ def router(ingest: Ingest, settings: Settings) -> APIRouter:
     """The capture routes bound to the one ingest path."""
     api = APIRouter(tags=["capture"])
     limit = settings.max_request_bytes
-    options = ExtractOptions(tuple(settings.conversation_keys),
-                             keep_plumbing=settings.keep_plumbing, project=settings.project)
+    options = settings.extract_options()
 
     async def capture(request: Request, transport: str, allowed: tuple[str, ...],
                       read: Callable[[bytes, str], Batch | a2a.A2aReading],

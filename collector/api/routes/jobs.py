@@ -21,7 +21,6 @@ from collector.api.deps import (
 )
 from collector.api.errors import ApiError
 from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut, JobPage
-from collector.extract import ExtractOptions
 from collector.store import jobs
 from matcher import InvalidExpectation
 from matcher.selector import parse_selector
@@ -102,9 +101,7 @@ def _reextract(body: JobIn, selector: dict[str, Any] | None, conn: WriteConn,
         raise ApiError(400, "kind: the span archive holds spans before redaction; re-extracting "
                        "it with redaction rules set would store what they remove")
     new_id = reextract.create_job(
-        conn, ExtractOptions(conversation_keys=tuple(app.settings.conversation_keys),
-                             keep_plumbing=app.settings.keep_plumbing,
-                             project=app.settings.project),
+        conn, app.settings.extract_options(),
         selector=selector, since=parse_time(body.since, "since"),
         until=parse_time(body.until, "until"), span_attributes=app.settings.span_attributes)
     conn.commit()
