@@ -409,6 +409,7 @@ REGISTRY.add_bench("ingest", "collector.bench.ingest")
 REGISTRY.add_bench("scoring", "collector.bench.scoring")
 REGISTRY.add_bench("ui", "collector.bench.ui")
 REGISTRY.add_bench("capture", "collector.bench.capture")
+REGISTRY.add_bench("soak", "collector.bench.soak")
 REGISTRY.add(Command(
     "extract", "show what each span (or event) contributed, and why not", cmd_extract,
     arguments=add_extract_arguments,

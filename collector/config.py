@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     writer_max_group_spans: int = Field(
         50_000, gt=0, description="most spans committed in one transaction"
     )
+    sqlite_wal_restart_bytes: int = Field(
+        64 * MIB, ge=0,
+        description="SQLite: when the WAL file outgrows this, the checkpointer restarts it "
+        "(waiting at most a moment for readers) so steady readers cannot let it grow without "
+        "end (0: never)",
+    )
     ingest_processes: int = Field(
         2, ge=0, description="worker processes that decode and extract large requests (0: none)"
     )

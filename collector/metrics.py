@@ -127,6 +127,17 @@ class Metrics:
         self.committed_spans = Counter(
             "tooltrail_writer_committed_spans", "spans of committed requests", registry=r
         )
+        self.wal_bytes = Gauge(
+            "tooltrail_sqlite_wal_bytes",
+            "size of the SQLite write-ahead log file (SQLite only; read by the checkpointer)",
+            registry=r,
+        )
+        self.wal_restarts = Counter(
+            "tooltrail_sqlite_wal_restarts",
+            "RESTART checkpoints that reset the SQLite WAL after it outgrew "
+            "sqlite_wal_restart_bytes",
+            registry=r,
+        )
         self.writer_failures = Counter(
             "tooltrail_writer_failures",
             "group commits that failed, by whether a retry can help",

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +19,8 @@ from collector.tasks import cancel
 
 if TYPE_CHECKING:
     from alembic.config import Config
+
+    from collector.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -84,11 +88,23 @@ def make_engine(
 class WalCheckpointer:
     """Checkpoints a SQLite WAL every `interval` seconds from its own connection, so that the
     writer's commits only append to the WAL (a no-op for other stores; safe if never started).
-    A checkpoint is PASSIVE: it never waits for readers or the writer."""
 
-    def __init__(self, url: str, interval: float = 0.5) -> None:
+    The round's checkpoint is PASSIVE: it never waits for readers or the writer. But the log
+    only starts again from its beginning when no reader is using it, so under steady commits
+    with readers whose snapshots overlap (REST, web view, worker) a PASSIVE checkpoint never
+    resets it and the file grows without end, every read and checkpoint walking a longer log.
+    So once the log in use outgrows `restart_bytes` (0: never), a RESTART checkpoint waits at
+    most `restart_wait` seconds for the writer and the readers to leave it, then resets it;
+    commits wait behind it meanwhile, which bounds how long acknowledgements stall. If the
+    readers stay, it gives up (busy) and the next round tries again."""
+
+    def __init__(self, url: str, interval: float = 0.5, *, restart_bytes: int = 64 * 1024 * 1024,
+                 restart_wait: float = 0.2, metrics: Metrics | None = None) -> None:
         self.path = make_url(url).database if url.startswith("sqlite") else None
         self.interval = interval
+        self.restart_bytes = restart_bytes
+        self.restart_wait = restart_wait
+        self.metrics = metrics
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> WalCheckpointer:
@@ -107,17 +123,53 @@ class WalCheckpointer:
         while True:
             await asyncio.sleep(self.interval)
             try:
-                await asyncio.to_thread(_checkpoint, path, "PASSIVE")
+                await asyncio.to_thread(self.round, path)
             except sqlite3.Error as exc:  # loop boundary: the next round tries again
                 log.warning("WAL checkpoint failed: %s", exc)
 
+    def round(self, path: str) -> bool:
+        """One PASSIVE checkpoint, and a RESTART when the log outgrew `restart_bytes`; True
+        when the log was restarted."""
+        log_bytes = _checkpoint(path, "PASSIVE").log_bytes
+        restarted = False
+        if self.restart_bytes and log_bytes > self.restart_bytes:
+            restarted = not _checkpoint(path, "RESTART", self.restart_wait).busy
+            if restarted and self.metrics is not None:
+                self.metrics.wal_restarts.inc()
+        if self.metrics is not None:
+            self.metrics.wal_bytes.set(wal_file_bytes(path))
+        return restarted
 
-def _checkpoint(path: str, mode: str) -> None:
-    conn = sqlite3.connect(path, timeout=5)
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    busy: bool  # the checkpoint could not finish: a reader or the writer held on
+    log_bytes: int  # the log in use (frames since the last restart), not the file's size
+
+
+def _checkpoint(path: str, mode: str, wait: float = 5.0) -> Checkpoint:
+    conn = sqlite3.connect(path, timeout=wait)
     try:
-        conn.execute(f"PRAGMA wal_checkpoint({mode})")
+        busy, frames, _done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        return Checkpoint(bool(busy), max(frames, 0) * (page + WAL_FRAME_HEADER))
+    except sqlite3.OperationalError as exc:
+        if "locked" in str(exc) or "busy" in str(exc):
+            return Checkpoint(True, 0)
+        raise
     finally:
         conn.close()
+
+
+WAL_FRAME_HEADER = 24  # bytes before each page in a WAL file (SQLite's file format)
+
+
+def wal_file_bytes(path: str) -> int:
+    """The size of SQLite database `path`'s WAL file (0 when there is none)."""
+    try:
+        return os.stat(f"{path}-wal").st_size
+    except FileNotFoundError:
+        return 0
 
 
 def alembic_config(url: str, project: str = DEFAULT_PROJECT) -> Config:

@@ -197,3 +197,18 @@ def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
     assert 5 * (pss - 1) < samples <= 5 * pss + 1, reads  # PSS at samples 0, 5, 10, …
     assert sampler.peak_total >= sampler.peak_main >= len(held)
     assert len(held) <= sampler.peak_pss <= sampler.peak_total
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgresql"])
+def test_bench_soak_prints_each_minute_and_the_verdict(store: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "soak", "--store",
+                           store, "--minutes", "3", "--minute-seconds", "1", "--clients", "2"],
+                          capture_output=True, text=True, timeout=240, check=False)
+    out = done.stdout
+    steady = "steady: yes" in out  # exit 1: not steady (1-second minutes on a busy machine)
+    assert done.returncode == (0 if steady else 1), done.stderr[-3000:]
+    minutes = [line for line in out.splitlines() if line.startswith("minute ")]
+    assert len(minutes) == 3, out
+    assert all("spans/s" in line and "commit p99" in line and "database" in line
+               for line in minutes), out
+    assert "steady:" in out.splitlines()[-1]
