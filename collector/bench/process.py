@@ -67,14 +67,17 @@ def _exited(pid: int) -> bool:
 
 @contextmanager
 def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
-          timeout: float = 60.0, python: str | None = None) -> Iterator[ServerProcess]:
+          timeout: float = 60.0, python: str | None = None,
+          program: str | None = None, cwd: str | None = None) -> Iterator[ServerProcess]:
     """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards (`python`:
-    the interpreter of another tooltrail install to run instead of this one)."""
-    command = [python or sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
+    the interpreter of another tooltrail install to run instead of this one; `program`: a
+    `tooltrail` console script to run instead, `cwd` the directory it runs in)."""
+    start = [program] if program else [python or sys.executable, "-m", "collector.cli"]
+    command = [*start, "serve", "--host", "127.0.0.1",
                "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, env={**os.environ, **(env or {})},
-                               start_new_session=True)
+                               start_new_session=True, cwd=cwd)
     log: list[str] = []
     ports: list[int] = []
     ready = threading.Event()

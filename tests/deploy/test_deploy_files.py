@@ -24,6 +24,7 @@ import yaml
 from dockerfile_parse import DockerfileParser
 
 from collector.config import Settings
+from tests.dist import PACKAGES, SOURCES
 from tests.server import Server, running_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +77,7 @@ def test_image_runs_non_root_under_an_init_with_sqlite_in_its_volume() -> None:
 def test_image_copies_only_what_dockerignore_lets_through_and_installs_from_constraints() -> None:
     allowed = {line[1:].rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.startswith("!")}
+    copied: set[str] = set()
     for copy in instructions("COPY"):
         *sources, _dest = copy.split()
         if sources[0].startswith("--from="):  # from the build stage, not the checkout
@@ -83,6 +85,9 @@ def test_image_copies_only_what_dockerignore_lets_through_and_installs_from_cons
         for source in sources:
             assert (ROOT / source).exists(), source
             assert source.rstrip("/") in allowed, f"{source} is excluded by .dockerignore"
+            copied.add(source.rstrip("/"))
+    # everything the wheel is built from, as tests/install builds and installs it
+    assert set(SOURCES) | set(PACKAGES) <= copied
     (install,) = [r for r in instructions("RUN") if "pip install" in r]
     assert "--constraint constraints.txt" in install
     # CI installs from the same file (scripts/test is the README's test command)
