@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # what the sdist is built from: the build reads nothing else, and building in a copy keeps
 # build/ and *.egg-info out of the checkout
-SOURCES = ("pyproject.toml", "README.md", "LICENSE")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE")
 PACKAGES = ("collector", "matcher", "migrations")
 
 
@@ -28,11 +28,12 @@ class Dist:
 
 
 def package_files() -> list[str]:
-    """Every file under the packages, relative to the checkout (caches aside)."""
+    """Every file under the packages, relative to the checkout (caches and the extension an
+    editable install compiles in place aside: a build makes its own)."""
     return sorted(
         str(path.relative_to(ROOT)) for package in PACKAGES
         for path in (ROOT / package).rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts)
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so")
 
 
 def _build(out: Path) -> Dist:
@@ -42,7 +43,7 @@ def _build(out: Path) -> Dist:
         shutil.copy(ROOT / name, source / name)
     for package in PACKAGES:
         shutil.copytree(ROOT / package, source / package, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.so"))
     # the sdist, then the wheel from the sdist: what pip does with an sdist from an index
     done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(source)],
                           capture_output=True, text=True, timeout=600, check=False)
