@@ -22,6 +22,20 @@ from collector.model import Batch, ToolCall
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())
+# Issue 27: captures whose ground truth extraction does not reproduce yet. The fixer removes
+# an entry when its capture passes (strict xfail: a pass fails the suite until then).
+ISSUE_27_PENDING = {
+    "llamaindex_openinference": "tool span input.value is an envelope {\"kwargs\": ...}: the "
+                                "execution does not reconcile with the model's request (doubled)",
+}
+
+
+def pending_params(names: list[str]) -> list[Any]:
+    """`names` as pytest params, the ISSUE_27_PENDING ones marked strict xfail."""
+    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=ISSUE_27_PENDING[n]))
+            if n in ISSUE_27_PENDING else n for n in names]
+
+
 # Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
 # is a conversation of its own, keyed by its trace.
 NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
@@ -91,7 +105,7 @@ def turns_of(batch: Batch, *, keep_requests: bool = True) -> list[list[ToolCall]
     return [[p.resolved() for p in placed[t.trace_id]] for t in traces]
 
 
-@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("name", pending_params(FIXTURES))
 def test_trajectory_equals_ground_truth(name: str) -> None:
     request, expected = load(name)
     batch = extract(request)
@@ -115,7 +129,7 @@ def test_otlp_json_twin_extracts_the_same(name: str) -> None:
     assert not refused and extract(twin) == extract(request)
 
 
-@pytest.mark.parametrize("name", sorted(set(FIXTURES) - STEPS_NEED_REQUESTS))
+@pytest.mark.parametrize("name", pending_params(sorted(set(FIXTURES) - STEPS_NEED_REQUESTS)))
 def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
     """Without the LLM spans' requests, overlapping sibling tool spans still share a step.
     A call no tool span shows (`"tool_span": false`: requested, never executed in its turn)
