@@ -45,6 +45,7 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("OpenInference JS (AI SDK 7)", ("vercel_ai_7_openinference",)),
     ("Mastra (JS)", ("mastra_otel",)),
     ("LlamaIndex `FunctionAgent` + OpenInference", ("llamaindex_openinference",)),
+    ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
 OTHERS = ("adk_legacy", "crewai_openinference_events", "pydantic_ai_mcp", "pydantic_ai_v2",

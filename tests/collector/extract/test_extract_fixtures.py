@@ -27,6 +27,9 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 ISSUE_27_PENDING = {
     "llamaindex_openinference": "tool span input.value is an envelope {\"kwargs\": ...}: the "
                                 "execution does not reconcile with the model's request (doubled)",
+    "smolagents_openinference": "tool span input.value is an envelope {\"args\", "
+                                "\"sanitize_inputs_outputs\", \"kwargs\"}; final_answer is "
+                                "internal, not a chosen tool",
 }
 
 
@@ -44,6 +47,9 @@ NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
 # job).
 NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_openinference"}
+# smolagents under OpenInference: no LLM span for a Model subclass of the user's own (the
+# instrumentor wraps only the classes smolagents.models exports).
+NO_REQUESTS_IN_SPANS |= {"smolagents_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
