@@ -156,6 +156,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
     from collector.api.app import create_app
     from collector.apikeys import ApiKeys
+    from collector.extract.otlp import walk_description
     from collector.service import Service
     from collector.store.db import migrate
 
@@ -220,6 +221,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
                 _safe_url(settings.database_url),
                 "on" if settings.worker else "off",
             )
+            log.info("%s", walk_description())
         await task
         return 0
 

@@ -15,11 +15,18 @@ calls as `leases.trajectory_rows` decodes them (the prepared rows' JSON read bac
 conversation's row and rows as `queries.get_conversation` / `queries.conversation_rows`
 return them, so `check` scores and shows what a server stores
 (`tests/collector/test_memory_store.py`).
+
+A turn keeps the call rows each batch added as one compressed pickle (`_pack`): `check` holds
+every conversation of its inputs at once, and packed rows take a fraction of the memory of
+the row tuples (their ids and attribute keys repeat); they are unpacked only when scored or
+shown, a chunk of conversations at a time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import pickle
+import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +57,14 @@ class _Turn:
     has_agent_root: bool
     agents: set[str]
     root_span_id: str | None
-    calls: list[tuple[int, tuple[Any, ...]]] = field(default_factory=list)  # (id, row)
+    packed: list[bytes] = field(default_factory=list)  # per batch: `_pack`ed (id, row)s
+    span_ids: set[str] = field(default_factory=set)  # the calls' span ids, each stored once
+
+    @property
+    def calls(self) -> Iterator[tuple[int, tuple[Any, ...]]]:
+        """(id, row) of each call, in the order they were added."""
+        for blob in self.packed:
+            yield from _unpack(blob)
 
 
 @dataclass(slots=True)
@@ -73,7 +87,6 @@ class MemoryStore:
         self._conversations: dict[tuple[str, str], _Conversation] = {}
         self._by_id: dict[int, _Conversation] = {}
         self._turns: dict[str, _Turn] = {}
-        self._spans: set[tuple[str, str]] = set()
         self._next = 0  # one sequence for every id: ids only order and name rows
 
     def _id(self) -> int:
@@ -128,11 +141,14 @@ class MemoryStore:
             seen[cid] = {**info.attributes, **seen.get(cid, {})}
             if info.service:
                 seen[cid].setdefault("service.name", info.service)
+        added: dict[str, list[tuple[int, tuple[Any, ...]]]] = {}
         for row in batch.calls:
-            span = (row[0], row[1])
-            if span not in self._spans:
-                self._spans.add(span)
-                self._turns[row[0]].calls.append((self._id(), row))
+            turn = self._turns[row[0]]  # a call row's trace id is its turn's key
+            if row[1] not in turn.span_ids:
+                turn.span_ids.add(row[1])
+                added.setdefault(row[0], []).append((self._id(), row))
+        for key, calls in added.items():
+            self._turns[key].packed.append(_pack(calls))
         for cid in touched | set(seen):
             conv = self._by_id[cid]
             conv.attributes = {**seen.get(cid, {}), **conv.attributes}
@@ -162,7 +178,7 @@ class MemoryStore:
             turns = _in_order(self._by_id[cid])
             order[cid] = [(t.id, t.turn_key) for t in turns]
             for t in turns:
-                if t.calls:
+                if t.packed:
                     calls[t.id] = [_tool_call(row, results) for _, row in t.calls]
         return order, calls
 
@@ -212,6 +228,15 @@ class MemoryStore:
                                                 strict=True))}
                      for t, call_id, row in calls]
         return turn_rows, call_rows
+
+
+def _pack(calls: list[tuple[int, tuple[Any, ...]]]) -> bytes:
+    return zlib.compress(pickle.dumps(calls, pickle.HIGHEST_PROTOCOL), 1)
+
+
+def _unpack(blob: bytes) -> list[tuple[int, tuple[Any, ...]]]:
+    calls: list[tuple[int, tuple[Any, ...]]] = pickle.loads(zlib.decompress(blob))
+    return calls  # only bytes this process packed are ever unpacked
 
 
 def _agents(conv: _Conversation) -> list[str]:

@@ -56,7 +56,11 @@ from collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter, Parser
+from collector.extract import ExtractOptions, otlp
+from collector.ingest import extract_safely
+from collector.receivers.codec import PROTOBUF, decode_body
 from collector.store.db import make_engine, migrate
+from collector.store.persist import prepare
 
 MB = 1024 * 1024
 FLOOR = "floor: decode + pick tool spans + bulk insert (spans/s)"
@@ -71,9 +75,11 @@ class Report:
     store: str
     shape: dict[str, int]
     figures: dict[str, Any] = field(default_factory=dict)
+    prefix: str = ""  # the walk the figures being added are of (`--paths`), when several
 
     def add(self, key: str, value: Any) -> None:
         """Record a figure and print it."""
+        key = self.prefix + key
         self.figures[key] = value
         print(f"  {key:<44} {_fmt(value)}", flush=True)
 
@@ -294,16 +300,52 @@ async def run(args: argparse.Namespace) -> Report:
         if args.worker != "embedded":
             flags.append("--no-worker")
         report.add("scoring worker", args.worker)
-        with serve(url, *flags, python=args.server_python) as server, \
-                scoring_worker(args, url):
-            sampler = MemorySampler(server.process.pid).start()
-            engine = make_engine(url)
-            try:
-                await measure(args, report, server, sampler, engine, shape)
-            finally:
-                sampler.stop()
-                engine.dispose()
+        for path in args.paths:  # the same phases on each walk, in this one run
+            report.prefix = f"[{path}] " if len(args.paths) > 1 else ""
+            report.add("in-process stages decode / extract / prepare (CPU µs/span)",
+                       stages(shape, path))
+            with serve(url, *flags, python=args.server_python, env=PATH_ENV[path]) as server, \
+                    scoring_worker(args, url):
+                sampler = MemorySampler(server.process.pid).start()
+                engine = make_engine(url)
+                try:
+                    await measure(args, report, server, sampler, engine, shape)
+                finally:
+                    sampler.stop()
+                    engine.dispose()
         return report
+
+
+# the environment that makes a server (and its ingest children) take each walk
+PATH_ENV = {"compiled": {"TOOLTRAIL_PURE_PYTHON": "0"}, "pure": {"TOOLTRAIL_PURE_PYTHON": "1"}}
+
+
+def stages(shape: Shape, path: str, requests: int = 12) -> str:
+    """CPU µs per span of decode, extract and prepare (as an ingest child runs them) on one
+    walk, in this process: where the children's time goes."""
+    walk = otlp.COMPILED_WALK if path == "compiled" else otlp.pure_span_views
+    if walk is None:
+        return "n/a (the compiled walk is not built)"
+    factory = RequestFactory(shape)
+    bodies = [factory.make()[0] for _ in range(requests)]
+    chosen, otlp.span_views = otlp.span_views, walk
+    spent = [0.0, 0.0, 0.0]
+    try:
+        for body in bodies:
+            t0 = time.process_time()
+            request, _ = decode_body(body, PROTOBUF, None, 1 << 30)
+            t1 = time.process_time()
+            batch = extract_safely(request, ExtractOptions())
+            t2 = time.process_time()
+            prepare(batch)
+            t3 = time.process_time()
+            for i, d in enumerate((t1 - t0, t2 - t1, t3 - t2)):
+                spent[i] += d
+    finally:
+        otlp.span_views = chosen
+    spans = requests * factory.span_count
+    return " / ".join(f"{d * 1e6 / spans:.1f}" for d in spent) + (
+        f"; all {sum(spent) * 1e6 / spans:.1f}")
 
 
 def floor(args: argparse.Namespace, report: Report, shape: Shape, url: str, tmp: str) -> float:
@@ -461,6 +503,13 @@ def memory(sampler: MemorySampler) -> str:
             f"{sampler.peak_total / MB:.0f}, PSS {sampler.peak_pss / MB:.0f}")
 
 
+def _default_paths() -> list[str]:
+    return ["compiled", "pure"] if otlp.COMPILED_WALK is not None else ["pure"]
+
+
+DEFAULT_PATHS = _default_paths()
+
+
 def parser() -> argparse.ArgumentParser:
     """Command-line flags."""
     p = Parser(prog="tooltrail bench ingest", description=__doc__,
@@ -517,6 +566,9 @@ def parser() -> argparse.ArgumentParser:
                    help="A/B legs without the expectation that selects every conversation "
                    "(production without expectations: the worker reads trajectories only for "
                    "signals)")
+    p.add_argument("--paths", nargs="+", choices=sorted(PATH_ENV), default=DEFAULT_PATHS,
+                   help="the walks to measure, one after the other in this run: compiled "
+                        "(collector.extract._wire) and/or pure (TOOLTRAIL_PURE_PYTHON=1)")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 

@@ -83,6 +83,8 @@ def run(url: str, store: str, count: int, calls: int, runs: int, timeout: float)
                 "/ui/?has_errors=true (no match)": "/ui/?has_errors=true",
                 f"/ui/conversations/{key} ({BIG} calls)": f"/ui/conversations/{key}",
                 "/ui/expectations/ui-bench-big": "/ui/expectations/ui-bench-big",
+                f"/ui/golden?key={key}": f"/ui/golden?key={key}",
+                "/ui/compare (two versions)": "/ui/compare?service=bench&baseline=1&candidate=2",
             }
             for label, path in pages.items():
                 if "page 2" in label:  # follow the first page's cursor

@@ -8,12 +8,13 @@ from dataclasses import dataclass, field, replace
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.extract import otlp
 from collector.extract.approvals import interrupt_calls
 from collector.extract.conventions import convention_of, skipped
 from collector.extract.decoding import noting
 from collector.extract.dedup import collapse
 from collector.extract.fields import NotExtractable, build_call
-from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
+from collector.extract.otlp import SpanView
 from collector.extract.requests import is_llm_span, request_rows, requested_calls
 from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span, key_problem
 from collector.model import Batch, RejectedSpan, ToolCall
@@ -72,20 +73,21 @@ def analyze(
     rejected: list[RejectedSpan] = []
     views: list[tuple[SpanView, tuple[str, str] | None]] = []  # a span, its conversation key
     find_key = KeyFinder(options.conversation_keys)
-    count = 0
     with noting() as lossy:
-        for raw, resource, scope in iter_spans(request):
-            count += 1
-            try:
-                view = span_view(raw, resource, scope)
-                found = find_key(view)
-                problem = key_problem(view, found)
-                if problem is not None:
-                    raise BadSpan(problem)
-                views.append((view, found))
-            except BadSpan as exc:
-                rejected.append(RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name,
-                                             str(exc)))
+        items = otlp.span_views(request)
+        count = len(items)
+        # SpanItem pairs (view, name as sent) or (None, RejectedSpan): mypy does not narrow
+        # the second member by the first
+        for view, sent in items:
+            if view is None:
+                rejected.append(sent)  # type: ignore[arg-type]
+                continue
+            found = find_key(view)
+            problem = key_problem(view, found)
+            if problem is not None:
+                rejected.append(RejectedSpan(view.trace_id, view.span_id, sent, problem))  # type: ignore[arg-type]
+                continue
+            views.append((view, found))
         index = {(v.trace_id, v.span_id): v for v, _ in views}
         pass_ = _Pass(options, index, explain)
         for span, found in views:

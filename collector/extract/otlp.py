@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +12,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
-from collector.model import storable_text
+from collector.model import RejectedSpan, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
 # The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
@@ -185,3 +186,57 @@ def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Span, dict[
         if rs is not last:
             last, resource = rs, attributes(rs.resource.attributes)
         yield span, resource, ss.scope.name
+
+
+# A span of a request as extraction takes it: (its view, its name as sent) or, for a span
+# whose identity is invalid, (None, why it is rejected).
+SpanItem = tuple[SpanView, str] | tuple[None, RejectedSpan]
+
+
+def pure_span_views(request: ExportTraceServiceRequest) -> list[SpanItem]:
+    """The reference: every span of the request (`iter_spans`) decoded by `span_view`."""
+    out: list[SpanItem] = []
+    for raw, resource, scope in iter_spans(request):
+        try:
+            out.append((span_view(raw, resource, scope), raw.name))
+        except BadSpan as exc:
+            out.append((None, RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name,
+                                           str(exc))))
+    return out
+
+
+def _compiled() -> Callable[[ExportTraceServiceRequest], list[SpanItem]] | None:
+    """The same walk over the request's wire format in C (`_wire.c`), when it was built and
+    `TOOLTRAIL_PURE_PYTHON` is not `1`."""
+    if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
+        return None
+    try:
+        from collector.extract import _wire  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
+                    DUPLICATE_KEY)
+    views = _wire.views
+
+    def compiled_span_views(request: ExportTraceServiceRequest) -> list[SpanItem]:
+        try:
+            return views(request.SerializeToString())  # type: ignore[no-any-return]
+        except ValueError:  # not the wire format it walks (cannot happen after a parse)
+            return pure_span_views(request)
+
+    return compiled_span_views
+
+
+COMPILED_WALK = _compiled()
+# chosen once, at import: extraction calls `span_views` (`compiled_walk()` says which runs)
+span_views: Callable[[ExportTraceServiceRequest], list[SpanItem]] = (
+    COMPILED_WALK or pure_span_views)
+
+
+def walk_description() -> str:
+    """One line saying which walk extraction runs, for `serve`'s log."""
+    if COMPILED_WALK is not None:
+        return "extraction walks OTLP with the compiled walk (collector.extract._wire)"
+    why = ("TOOLTRAIL_PURE_PYTHON=1" if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1"
+           else "the C extension was not built")
+    return f"extraction walks OTLP in pure Python, slower ({why})"

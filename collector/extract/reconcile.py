@@ -11,11 +11,15 @@ in different OTLP requests, so they are paired here, at read time, by the worker
 3. each execution is paired with a request by call id, else by name + canonical arguments +
    order — also when both carry ids that pair with nothing on the other side, as when the
    model's ids and the executions' come from different id spaces (Google ADK 2.x default
-   schema: `get_weather_0` on the LLM span, `adk-<uuid>` on the tool span) —, else by name
+   schema: `get_weather_0` on the LLM span, `adk-<uuid>` on the tool span) —, the arguments
+   being the execution's own or an object nested in them (a framework's envelope around the
+   requested arguments: LlamaIndex's `{"kwargs": {...}}`, smolagents' `{"args": [],
+   "sanitize_inputs_outputs": true, "kwargs": {...}}`, `envelope_of`), else by name
    when either side's arguments tell nothing (content capture off, keys
    dropped by an attribute limit) or the execution's were collapsed (OpenInference-LangChain's
    `"Paris"` for `{"city": "Paris"}`). The execution wins for result,
-   error and timing; the request supplies a missing call id and uncaptured arguments;
+   error and timing; the request supplies a missing call id, uncaptured arguments, and its
+   own arguments where the execution's wrap them;
 4. steps: the requests of one LLM span are one step; an unpaired execution joins an overlapping
    sibling's step, or overlapping unpaired siblings form one; steps are numbered in time order;
 5. a request never executed stays, `executed=False`, only when no execution can be its;
@@ -89,8 +93,52 @@ def _collapsed_value(execution: Any, requested: Any) -> bool:
     return bool(canonical(value) == canonical(execution) or str(value) == str(execution))
 
 
+MAX_ENVELOPE_DEPTH = 4  # levels of nesting searched for the requested arguments
+MAX_ENVELOPE_OBJECTS = 64  # objects looked at in one execution's arguments
+
+
+def _nested_objects(value: Any) -> list[Any]:
+    """The JSON objects nested in `value` (not `value` itself), outermost first, through
+    objects and lists, at most MAX_ENVELOPE_DEPTH levels down and MAX_ENVELOPE_OBJECTS of them."""
+    found: list[Any] = []
+    level = [value]
+    for _ in range(MAX_ENVELOPE_DEPTH):
+        deeper: list[Any] = []
+        for holder in level:
+            for child in holder.values() if isinstance(holder, dict) else holder:
+                if isinstance(child, dict):
+                    found.append(child)
+                    deeper.append(child)
+                elif isinstance(child, list):
+                    deeper.append(child)
+                if len(found) >= MAX_ENVELOPE_OBJECTS:
+                    return found
+        if not deeper:
+            break
+        level = deeper
+    return found
+
+
+def envelope_of(execution: Any, requested: Any) -> bool:
+    """True when the execution's arguments are a framework's envelope around the requested
+    ones: an object holding them as an object nested at any key (LlamaIndex's OpenInference
+    `{"kwargs": {...}}`, smolagents' `{"args": [], "sanitize_inputs_outputs": true,
+    "kwargs": {...}}`). Requested `{}` (a tool without parameters, or arguments not captured)
+    is wrapped only by an envelope holding nothing but it and scalars (`{"kwargs": {}}`), so
+    that a call whose arguments hold more is never emptied."""
+    if not isinstance(execution, dict) or not isinstance(requested, dict):
+        return False
+    if not requested:
+        values = execution.values()
+        return {} in values and all(v in ({}, []) or not isinstance(v, dict | list)
+                                    for v in values)
+    key = canonical(requested)
+    return any(o == requested and canonical(o) == key for o in _nested_objects(execution))
+
+
 def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, ToolCall]:
-    """Execution span id → its request: by call id, else by name + canonical arguments, else
+    """Execution span id → its request: by call id, else by name + canonical arguments (the
+    execution's own, else an object nested in them, outermost first: `envelope_of`), else
     by name when the execution's arguments tell nothing; requests in step order, executions in
     start order, a request never after its execution ended."""
     by_id: dict[str, list[ToolCall]] = {}
@@ -141,6 +189,13 @@ def _pair(executions: list[ToolCall], requests: list[ToolCall]) -> dict[str, Too
                 for r in requests:
                     by_key.setdefault((r.name, canonical(r.arguments)), []).append(r)
             take(e, by_key.get((e.name, canonical(e.arguments)), []), loose=False)
+            if e.span_id in paired or not isinstance(e.arguments, dict | list):
+                continue
+            for inner in _nested_objects(e.arguments):
+                if inner:  # `{}` tells nothing: the by-name pass below
+                    take(e, by_key.get((e.name, canonical(inner)), []), loose=False)
+                    if e.span_id in paired:
+                        break
     for e in executions:
         if e.span_id not in paired:
             take(e, by_name.get(e.name, []), loose=True)
@@ -164,14 +219,18 @@ class Placed:
 
     def merged(self) -> tuple[str | None, Any, str | None]:
         """(call_id, arguments, arguments_raw): the execution's, with the request supplying a
-        missing call id and arguments the execution did not capture (or collapsed)."""
+        missing call id and arguments the execution did not capture, collapsed, or wrapped in
+        a framework's envelope (`envelope_of`)."""
         e, r = self.call, self.request
         if r is None:
             return e.call_id, e.arguments, e.arguments_raw
         arguments, raw = e.arguments, e.arguments_raw
-        if not unknown_arguments(r.arguments) and (
-            unknown_arguments(arguments) or _collapsed_value(arguments, r.arguments)
-        ):
+        if unknown_arguments(r.arguments):
+            if r.arguments == {} and not unknown_arguments(arguments) and envelope_of(
+                    arguments, r.arguments):
+                arguments, raw = r.arguments, r.arguments_raw
+        elif (unknown_arguments(arguments) or _collapsed_value(arguments, r.arguments)
+              or (arguments != r.arguments and envelope_of(arguments, r.arguments))):
             arguments, raw = r.arguments, r.arguments_raw
         return e.call_id or r.call_id, arguments, raw
 
@@ -288,6 +347,10 @@ def _explain(
     for r in unanswered:
         notes[r.span_id] = f"step {group_of[r.span_id].step}: requested, never executed"
     for call in folded.calls:
+        request = paired.get(call.span_id)
+        if request is not None and Placed(call, 0, request).merged()[1] is not call.arguments \
+                and envelope_of(call.arguments, request.arguments):
+            notes[call.span_id] += " (its input wraps the requested arguments: they are kept)"
         if unexecuted(call):
             notes[call.span_id] += f" ({call.status}: waiting for or refused by the user)"
 

@@ -271,3 +271,13 @@ def turn_roots(conn: Connection, ids: Sequence[int]
     id)."""
     order, roots = ordered_turns(conn, ids, turns.c.trace_id, turns.c.root_span_id)
     return order, {tid: (trace_id, root) for tid, (trace_id, root) in roots.items()}
+
+
+def version_conversations(conn: Connection, project: str, service: str, version: str,
+                          limit: int) -> list[int]:
+    """The newest `limit` conversation ids with a turn recorded under (service, version)."""
+    t = signal_turns.c
+    return [cid for (cid,) in conn.execute(
+        select(t.conversation_id).where(t.project == project, t.service == service,
+                                        t.version == version)
+        .group_by(t.conversation_id).order_by(t.conversation_id.desc()).limit(limit))]

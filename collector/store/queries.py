@@ -312,3 +312,10 @@ def recent_ingest_errors(conn: Connection, limit: int) -> Sequence[dict[str, Any
     e = ingest_errors.c
     rows = conn.execute(select(ingest_errors).order_by(e.id.desc()).limit(limit))
     return [dict(r._mapping) for r in rows]
+
+
+def conversation_keys(conn: Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Conversation id → key."""
+    c = conversations.c
+    return {cid: key for cid, key in conn.execute(
+        select(c.id, c.key).where(c.id.in_(list(ids))))} if ids else {}

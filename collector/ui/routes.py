@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import Connection
 
-from collector import conversation_view, summaries
+from collector import conversation_view, summaries, turn_view
 from collector.api import convert
 from collector.api.deps import (
     AppState,
@@ -178,10 +178,15 @@ def conversation_page(key: str, request: Request, conn: ReadConn, app: State,
     if row is None:
         return page(request, "missing.html", status=404,
                     what=f"No conversation {key!r} in project {scope!r}.")
-    conversation = convert.conversation(row, conversation_view.conversation_turns(conn, row["id"]))
-    c = conversation.model_dump()
+    shown = conversation_view.conversation_turns(conn, row["id"])
+    c = convert.conversation(row, shown).model_dump()
+    for turn, stored in zip(c["turns"], shown, strict=True):
+        for call, call_row in zip(turn["tool_calls"], stored["tool_calls"], strict=True):
+            call["duration_ms"] = turn_view.ms(call_row["start_ns"], call_row["end_ns"])
+            call["attributes"] = call_row.get("attributes") or {}  # the span's, as stored
+    details = turn_view.turn_details(conn, row["id"], shown)
     verdicts = sorted(conversation_verdicts(conn, c, row["id"]), key=lambda v: v.result["passed"])
-    return page(request, "conversation.html", c=c, verdicts=verdicts)
+    return page(request, "conversation.html", c=c, verdicts=verdicts, details=details)
 
 
 @router.get("/ui/expectations")
@@ -302,3 +307,151 @@ def signout() -> RedirectResponse:
     response = RedirectResponse("/ui/signin", status_code=303)
     response.delete_cookie(session.COOKIE, path="/ui", httponly=True, samesite="strict")
     return response
+
+
+def _golden(conn: Connection, key: str, scope: str) -> dict[str, Any] | None:
+    """The expectation `tooltrail golden --conversation KEY` writes (its defaults)."""
+    from collector import scorer
+    from collector.suites.golden import golden
+
+    row = queries.get_conversation(conn, key, scope)
+    if row is None:
+        return None
+    return golden(scorer.trajectory(conn, row["id"]), key, ident=None, match="strict",
+                  arguments="exact", per_turn=False, ignore=())
+
+
+@router.get("/ui/golden")
+def golden_preview(request: Request, conn: ReadConn, app: State, key: Text = None,
+                   project: Text = None) -> HTMLResponse:
+    """The golden expectation of a conversation, shown before it is saved."""
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    body = _golden(conn, key or "", scope)
+    if body is None:
+        return page(request, "missing.html", status=404,
+                    what=f"No conversation {key!r} in project {scope!r}.")
+    return page(request, "golden.html", key=key, project=scope, body=body,
+                body_json=convert_json(body), admin=ApiKeys.parse(
+                    app.settings.api_keys, app.settings.api_keys_file).enabled, message=None)
+
+
+def convert_json(body: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(body, ensure_ascii=False)
+
+
+@router.post("/ui/golden", response_model=None)
+async def golden_save(request: Request, app: State) -> Response:
+    """Save the shown expectation through the REST creation route. A write needs an admin key
+    typed into the form: the session cookie never authorises a write (collector.ui.session)."""
+    import json
+
+    from collector.api.routes.expectations import create_expectation
+
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    field = {k: (v or [""])[0] for k, v in form.items()}
+    keys = ApiKeys.parse(app.settings.api_keys, app.settings.api_keys_file)
+    key, scope = field.get("key", ""), field.get("project", "")
+    try:
+        body = json.loads(field.get("body", ""))
+        if not isinstance(body, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        return page(request, "missing.html", status=400, what=f"body: not an expectation ({exc})")
+    admin = field.get("admin_key", "").strip()
+
+    def again(status: int, message: str) -> HTMLResponse:
+        return page(request, "golden.html", status=status, key=key, project=scope, body=body,
+                    body_json=convert_json(body), admin=keys.enabled, message=message)
+
+    try:
+        keys.check(f"Bearer {admin}" if admin else None, "write")
+        scope = _project(app, scope)
+    except (Unauthenticated, Forbidden) as exc:
+        return again(403, f"{exc} (pinning needs an admin key)")
+    except ApiError as exc:
+        return again(exc.status, exc.message)
+    try:
+        with app.engine.connect() as conn:  # the route commits
+            created = create_expectation(body, conn, app, scope)
+    except ApiError as exc:
+        return again(exc.status, exc.message)
+    return RedirectResponse(f"/ui/expectations/{created.id}", status_code=303)
+
+
+COMPARED = 50  # pairs shown on the compare page (the newest conversations of each version)
+
+
+def _pair_key(key: str, version: str) -> str:
+    """A conversation's scenario across versions: its key, the version's name taken out (so
+    `refund-7@v1` and `refund-7@v2` pair; keys that do not name the version pair as they are)."""
+    return key.replace(version, "{version}") if version else key
+
+
+def _first_difference(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> str | None:
+    """Where two trajectories (calls in order) first differ, in words; None when equal."""
+    for n, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x["name"] != y["name"]:
+            return f"call {n + 1}: {x['name']} → {y['name']}"
+        if x.get("arguments") != y.get("arguments"):
+            return f"call {n + 1} ({x['name']}): arguments differ"
+    if len(a) != len(b):
+        n = min(len(a), len(b))
+        longer = a if len(a) > len(b) else b
+        side = "only the baseline" if longer is a else "only the candidate"
+        return f"call {n + 1}: {longer[n]['name']} in {side}"
+    return None
+
+
+@router.get("/ui/compare")
+def compare_page(request: Request, conn: ReadConn, app: State, project: Text = None,
+                 service: Text = None, baseline: Text = None,
+                 candidate: Text = None) -> HTMLResponse:
+    """Two versions of a service (the `service.version` the production signals record): drift
+    figures, then the same scenarios side by side, verdict by verdict."""
+    from collector.api.routes.signals import thresholds
+    from collector.production.counts import Counts
+    from collector.production.drift import drift
+
+    try:
+        scope = _project(app, project)
+    except ApiError as exc:
+        return page(request, "missing.html", status=exc.status, what=exc.message)
+    if not service or baseline is None or candidate is None:
+        return page(request, "missing.html", status=400,
+                    what="give service, baseline and candidate (versions of the service)")
+    totals = production.totals(conn, project=scope, service=service)
+    base, cand = totals.get((service, baseline), Counts()), totals.get((service, candidate),
+                                                                       Counts())
+    measures = drift(base, cand, thresholds(app))
+    sides, names = {}, {}
+    for version in (baseline, candidate):
+        ids = production.version_conversations(conn, scope, service, version, COMPARED)
+        names[version] = queries.conversation_keys(conn, ids)
+        sides[version] = {_pair_key(names[version][i], version): i
+                          for i in ids if i in names[version]}
+    paired = [k for k in sides[baseline] if k in sides[candidate]]
+    ids = [sides[v][k] for k in paired for v in (baseline, candidate)]
+    keys = {**names[baseline], **names[candidate]}
+    verdicts: dict[int, dict[str, bool]] = {}
+    for cid, slug, ok in queries.current_verdicts(conn, ids):
+        verdicts.setdefault(cid, {})[slug] = verdicts.get(cid, {}).get(slug, True) and ok
+    rows = []
+    for k in paired:
+        b, c = sides[baseline][k], sides[candidate][k]
+        calls = [[call for t in conversation_view.conversation_turns(conn, i)
+                  for call in t["tool_calls"]] for i in (b, c)]
+        slugs = sorted({*verdicts.get(b, {}), *verdicts.get(c, {})})
+        rows.append({"scenario": k, "baseline": keys[b], "candidate": keys[c],
+                     "verdicts": [(s, verdicts.get(b, {}).get(s), verdicts.get(c, {}).get(s))
+                                  for s in slugs],
+                     "first_difference": _first_difference(*calls)})
+    unpaired = {v: sorted(names[v][i] for k, i in sides[v].items() if k not in paired)
+                for v in (baseline, candidate)}
+    return page(request, "compare.html", project=scope, service=service, baseline=baseline,
+                candidate=candidate, base=Figures.of(base), cand=Figures.of(cand),
+                measures=measures, rows=rows, unpaired=unpaired, limit=COMPARED)

@@ -42,6 +42,12 @@ def percent(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}%"
 
 
+def millis(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1f} ms" if value < 1000 else f"{value / 1000:.2f} s"
+
+
 def figure(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
@@ -56,7 +62,8 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        pretty=pretty, yaml=as_yaml, percent=percent, figure=figure, steps=steps, kind_label=label
+        pretty=pretty, yaml=as_yaml, percent=percent, figure=figure, millis=millis, steps=steps,
+        kind_label=label,
     )
     env.tests["folded"] = folds
     return env

@@ -14,6 +14,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from collector.bench.floor import run_floor, tool_rows
+from collector.bench.ingest import DEFAULT_PATHS
 from collector.bench.traffic import TOOLS, RequestFactory, Shape
 from collector.extract import ExtractOptions, extract
 from collector.readers import read_logs
@@ -49,6 +50,13 @@ def test_bench_ingest_loses_nothing(tmp_path: Path) -> None:
     assert re.search(r"overload: server alive\s+1", out), out
     assert re.search(r"time-to-score after last ack.*\s\d+\.\d+\n", out), out
     assert re.search(r"ratio server / floor\s+\d+\.\d+\n", out), out
+    # both walks in the one run (--paths' default when the compiled walk is built), each with
+    # its in-process stages and its server's figures
+    for path in DEFAULT_PATHS:
+        prefix = re.escape(f"[{path}] ") if len(DEFAULT_PATHS) > 1 else ""
+        assert re.search(prefix + r"in-process stages decode / extract / prepare \(CPU µs/span\)"
+                         r"\s+[\d.]+ / [\d.]+ / [\d.]+; all [\d.]+\n", out), out
+        assert re.search(prefix + r"grpc: acknowledged missing from store\s+0\n", out), out
     # where the CPU went, by process: each role named, each figure a number, summed as "all"
     for transport in ("grpc", "http"):
         line = re.search(rf"{transport}: CPU per span by process \(µs\)\s+(.+)\n", out)

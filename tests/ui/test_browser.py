@@ -21,6 +21,7 @@ from tests.ui.browser import artifacts, chromium
 CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "pydantic_ai" / "spans.otlp.pb"
 KEY = "conv-pydantic-ai-0001"
 HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=alert(1)>"
+HOSTILE_ANSWER = '"><img src=x onerror=alert(2)><script>window.__pwned = 2</script>'
 LONG = "lorem ipsum " * 100  # a result long enough to be folded
 FILLER = 55  # more than one page (50) of conversations
 PB = {"content-type": "application/x-protobuf"}
@@ -64,17 +65,33 @@ def requested_only(tp: Any) -> None:
     agent_turn(tp, "unexecuted-1", [ToolStep("lookup", {"n": -1}, 0)])
 
 
+def no_content(tp: Any) -> None:
+    """A turn recorded with content capture off: no messages on any span."""
+    tracer = tp.get_tracer("tests.ui")
+    root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
+            "gen_ai.conversation.id": "plain-1"}
+    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
+            "gen_ai.tool.call.id": "call_plain", "gen_ai.tool.call.arguments": "{}"}
+    with tracer.start_as_current_span("invoke_agent support", attributes=root):
+        with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
+            pass
+        with tracer.start_as_current_span("execute_tool lookup", attributes=tool):
+            pass
+
+
 def ingest(server: Server) -> None:
     with server.client() as client:
         tp, exporter = capture()
         agent_turn(tp, "hostile-1", [ToolStep("search", {"q": HOSTILE},
-                                              {"html": HOSTILE, "page": LONG})])
+                                              {"html": HOSTILE, "page": LONG})],
+                   answer=HOSTILE_ANSWER)
         requested_only(tp)
+        no_content(tp)
         for i in range(FILLER):
             agent_turn(tp, f"filler-{i:03d}", [ToolStep("lookup", {"n": i}, i)])
         body = to_request(exporter.get_finished_spans()).SerializeToString()
         assert client.post("/v1/traces", content=body, headers=PB).status_code == 200
-        server.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == FILLER + 2,
+        server.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == FILLER + 3,
                         params={"limit": 100})  # stored before the capture: the capture is newest
         assert client.post("/v1/traces", content=CAPTURE.read_bytes(), headers=PB).status_code \
             == 200
@@ -94,7 +111,7 @@ def scored(server: Server, key: str, n: int) -> list[dict[str, Any]]:
 def server(module_database_url: str) -> Iterator[Server]:
     with running_server(module_database_url) as s:
         ingest(s)
-        server_total = FILLER + 3
+        server_total = FILLER + 4
         s.wait_for("/api/v1/conversations", lambda d: len(d["data"]) == server_total,
                    params={"limit": 100})
         scored(s, KEY, 2)
@@ -169,6 +186,57 @@ def test_list_conversation_expectation(server: Server, browser: Any, shots: Path
     page.close()
 
 
+def expected_column_widths(page: Any) -> list[float]:
+    """The rendered width of each expected cell of the verdict tables."""
+    return page.locator("table.diff tbody td:nth-child(2)").evaluate_all(
+        "cells => cells.map(c => c.getBoundingClientRect().width)")
+
+
+def test_turns_as_they_happened(server: Server, browser: Any, shots: Path) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(server.base_url + f"/ui/conversations/{KEY}")
+    first = page.locator(".turn").first
+    question = "What's the weather in Paris and London, and what time is it in Paris?"
+    assert first.locator(".msg.user").inner_text().endswith(question)
+    assert "Paris 18C, London 14C; it is 12:00 in Paris." in first.locator(
+        ".msg.answer").inner_text()
+    steps = first.locator(".modelsteps li").all_inner_texts()
+    assert len(steps) == 3, steps  # the capture's three chat spans, in order
+    assert "requested get_weather, get_weather" in steps[0] and "get_time" in steps[1]
+    assert "answered" in steps[2]
+    assert first.locator("h3 .dur").inner_text().endswith("ms")  # the turn's duration
+    assert all(d.endswith(("ms", " s")) for d in first.locator("article.call .dur")
+               .all_inner_texts())
+    assert first.locator("article.call .dur").count() == 3
+    bars = first.locator(".waterfall .bar")
+    assert not bars.first.is_visible()  # folded until asked for
+    first.locator(".waterfall summary").click()
+    assert bars.count() == 7 and bars.first.locator(".label").inner_text() == \
+        "invoke_agent travel_assistant"
+    raw = first.locator("article.call details.raw").first
+    raw.locator("summary").click()  # the call span's raw attributes, one click away
+    assert "gen_ai.tool.call.result" in raw.inner_text()
+    page.screenshot(path=str(shots / "turns-1280.png"), full_page=True)
+    # the expected column stays readable: never a sliver that wraps one token per line
+    assert min(expected_column_widths(page)) >= 200
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
+    assert min(expected_column_widths(page)) >= 200  # its table scrolls sideways instead
+    page.screenshot(path=str(shots / "turns-390.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server.base_url + "/ui/conversations/plain-1")
+    assert "carry no message content" in page.inner_text(".turn")
+    assert page.locator(".msg").count() == 0 and page.locator(".modelsteps li").count() == 1
+    page.goto(server.base_url + "/ui/conversations/hostile-1")
+    assert page.locator(".msg.answer .text").inner_text() == HOSTILE_ANSWER
+    assert page.locator("main script, main img").count() == 0
+    assert page.evaluate("window.__pwned") is None and dialogs == []
+    page.screenshot(path=str(shots / "turns-hostile.png"), full_page=True)
+    page.close()
+
+
 def list_keys(page: Any) -> list[str]:
     return page.locator("table.conversations tbody tr td:first-child a").all_inner_texts()
 
@@ -183,7 +251,7 @@ def test_filters_and_pagination(server: Server, browser: Any, shots: Path) -> No
     assert len(first) == 50 and first[0] == KEY  # newest first: the capture came last
     page.get_by_role("link", name="older »").click()
     second = list_keys(page)
-    assert len(second) == FILLER + 3 - 50 and not set(first) & set(second)
+    assert len(second) == FILLER + 4 - 50 and not set(first) & set(second)
     assert page.get_by_role("link", name="older »").count() == 0
     page.get_by_role("link", name="« newest").click()
     assert list_keys(page) == first
@@ -233,7 +301,7 @@ def test_hostile_arguments_render_as_text(server: Server, browser: Any, shots: P
     assert page.locator("main script, main img").count() == 0
     assert page.evaluate("window.__pwned") is None and dialogs == []
     assert "<b>bold</b>" in page.inner_text("section.verdict")  # the expectation's value too
-    folded = page.locator("article.call details")  # the long result, folded
+    folded = page.locator("article.call details:not(.raw)")  # the long result, folded
     assert folded.count() == 1 and not folded.locator("pre").is_visible()
     folded.locator("summary").focus()
     page.keyboard.press("Enter")
@@ -304,7 +372,7 @@ def test_report_opens_offline(server: Server, browser: Any, shots: Path,
 
 
 def test_signin_with_keys(tmp_path: Path, browser: Any) -> None:
-    keys = "ingest:ingest-key,read:read-key"
+    keys = "ingest:ingest-key,read:read-key,admin-key"
     with running_server(f"sqlite:///{tmp_path / 'keys.db'}",
                         env={"TOOLTRAIL_API_KEYS": keys}) as s:
         base = s.base_url
@@ -335,7 +403,34 @@ def test_signin_with_keys(tmp_path: Path, browser: Any) -> None:
         cookies = {"tooltrail_key": "read-key"}
         assert httpx.get(base + "/api/v1/conversations", cookies=cookies).status_code == 401
         assert httpx.get(base + "/ui/jobs", cookies=cookies).status_code == 200
+        # pinning as golden: the read key of the session may look, only an admin key saves
+        assert httpx.post(base + "/ui/golden", cookies=cookies, data={
+            "key": "x", "project": "default", "body": json.dumps({"id": "g", "calls": []}),
+            "admin_key": "read-key"}).status_code == 403
         page.get_by_role("button", name="Sign out").click()
         page.goto(base + "/ui/")
         assert "/ui/signin" in page.url
         context.close()
+
+
+def test_pin_as_golden(server: Server, browser: Any, shots: Path) -> None:
+    """Last in the module: it adds an expectation the other tests do not expect."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(server.base_url + "/ui/conversations/hostile-1")
+    page.get_by_role("link", name="Pin as golden…").click()
+    page.wait_for_url("**/ui/golden?*")
+    shown = page.inner_text("pre.golden")
+    assert "match: strict" in shown and "<script>window.__pwned = 1</script>" in shown
+    assert page.locator("main script, main img").count() == 0
+    page.screenshot(path=str(shots / "golden.png"), full_page=True)
+    page.get_by_role("button", name="Save expectation hostile-1").click()
+    page.wait_for_url("**/ui/expectations/hostile-1")
+    with server.client() as client:
+        saved = client.get("/api/v1/expectations/hostile-1").json()["expectation"]
+    assert saved["calls"][0]["arguments"] == {"q": HOSTILE}
+    assert saved["selector"] == {"conversation": "hostile-1"}
+    page.goto(server.base_url + "/ui/golden?key=hostile-1")  # a second save: the REST 409
+    page.get_by_role("button", name="Save expectation hostile-1").click()
+    assert "already" in page.inner_text("[role=alert]") or "exists" in page.inner_text(
+        "[role=alert]")
+    page.close()

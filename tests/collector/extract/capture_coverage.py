@@ -48,8 +48,8 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
-OTHERS = ("adk_legacy", "crewai_openinference_events", "pydantic_ai_mcp", "pydantic_ai_v2",
-          "strands_latest", "vercel_ai")
+OTHERS = ("adk_legacy", "crewai_openinference_events", "langgraph_langsmith_otel",
+          "pydantic_ai_mcp", "pydantic_ai_v2", "strands_latest", "vercel_ai")
 COLUMNS = ("sequential", "parallel", "failing tool", "no-tool turn", "second turn",
            "approval round trip")
 _APPROVE = frozenset({"approved", "yes"})

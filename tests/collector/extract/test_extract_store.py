@@ -30,7 +30,7 @@ from tests.collector.extract.test_extract_fixtures import (
     NO_CONVERSATION_ID,
     expected_turns,
     load,
-    pending_params,
+    pending,
 )
 
 PARTS = 4
@@ -116,7 +116,7 @@ def stored_turns(engine: Engine, key: str) -> tuple[dict[str, Any], list[list[di
     return conversation, rest
 
 
-@pytest.mark.parametrize("name", pending_params(FIXTURES))
+@pytest.mark.parametrize("name", pending(FIXTURES))
 def test_fixture_split_children_first_stores_the_ground_truth(engine: Engine, name: str) -> None:
     request, expected = load(name)
     for part in depth_first_requests(request, PARTS):

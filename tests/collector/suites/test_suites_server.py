@@ -133,6 +133,10 @@ def test_apply_then_check_at_once(server: Server, tmp_path: Path,
     assert lookups["srv-good"]["status"] == "fail"
     assert lookups["srv-good"]["result"]["expectation_version"] == 2
     # --prune deactivates what the suite no longer has, and only this suite's
+    with server.client() as client:
+        assert client.post("/api/v1/expectations", json={
+            "id": "srv-not-the-suites", "selector": {"conversation": "other-*"},
+            "calls": [{"name": "lookup_order"}]}).status_code == 201
     suite.write_text(yaml.safe_dump({"name": "refunds", "expectations": [
         yaml.safe_load(SUITE)["expectations"][1]]}))
     code, out, _ = run(capsys, "apply", str(suite), "--server", server.base_url, "--prune")
@@ -142,7 +146,7 @@ def test_apply_then_check_at_once(server: Server, tmp_path: Path,
     with server.client() as client:
         listed = client.get("/api/v1/expectations").json()["data"]
     assert "srv-lookup-first" not in {e["id"] for e in listed}
-    assert "poll-lookup" in {e["id"] for e in listed}  # not the suite's: kept
+    assert "srv-not-the-suites" in {e["id"] for e in listed}  # not the suite's: kept
 
 
 def test_check_server_never_reports_pending_as_a_verdict(

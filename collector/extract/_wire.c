@@ -1,0 +1,500 @@
+/* The resource -> scope -> span walk of collector/extract/otlp.py over the protobuf wire
+ * format of a serialised ExportTraceServiceRequest, producing the same SpanView objects
+ * (and RejectedSpan for invalid spans) as the pure walk. Invariants kept equal to the pure
+ * path: a span is validated before anything else of it is decoded (so a rejected span notes
+ * nothing), a resource is decoded once, when its first span is met; text with NUL goes
+ * through the Python `clean_text`, non-finite doubles through `non_finite`, and the notes
+ * (duplicate key, too deep) through `note`. Malformed input raises ValueError: the caller
+ * then takes the pure walk. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_DEPTH 32
+#define MAX_TIME_NS 0x7fffffffffffffffULL
+
+static PyObject *SpanView, *Event, *Rejected, *clean_text, *non_finite, *note;
+static PyObject *TOO_DEEP, *DUPLICATE_KEY, *empty_str;
+
+typedef struct {
+    const uint8_t *p, *end;
+} Cursor;
+
+typedef struct {
+    uint32_t field, wt;
+    uint64_t num;             /* varint / fixed values */
+    const uint8_t *data;      /* length-delimited */
+    Py_ssize_t len;
+} Field;
+
+static int malformed(void) {
+    PyErr_SetString(PyExc_ValueError, "malformed protobuf");
+    return -1;
+}
+
+static int varint(Cursor *c, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (c->p >= c->end) return malformed();
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) { *out = v; return 0; }
+    }
+    return malformed();
+}
+
+static int skip_group(Cursor *c, uint32_t field, int depth);
+
+/* 1: a field read, 0: end of message, -1: error */
+static int next(Cursor *c, Field *f) {
+    if (c->p >= c->end) return 0;
+    uint64_t tag;
+    if (varint(c, &tag) < 0) return -1;
+    f->field = (uint32_t)(tag >> 3);
+    f->wt = (uint32_t)(tag & 7);
+    switch (f->wt) {
+    case 0:
+        return varint(c, &f->num) < 0 ? -1 : 1;
+    case 1:
+        if (c->end - c->p < 8) return malformed();
+        memcpy(&f->num, c->p, 8);
+        c->p += 8;
+        return 1;
+    case 5: {
+        uint32_t v;
+        if (c->end - c->p < 4) return malformed();
+        memcpy(&v, c->p, 4);
+        f->num = v;
+        c->p += 4;
+        return 1;
+    }
+    case 2: {
+        uint64_t n;
+        if (varint(c, &n) < 0) return -1;
+        if (n > (uint64_t)(c->end - c->p)) return malformed();
+        f->data = c->p;
+        f->len = (Py_ssize_t)n;
+        c->p += n;
+        return 1;
+    }
+    case 3:
+        return skip_group(c, f->field, 0) < 0 ? -1 : 1;
+    default:
+        return malformed();
+    }
+}
+
+static int skip_group(Cursor *c, uint32_t field, int depth) {
+    if (depth > 64) return malformed();
+    Field f;
+    for (;;) {
+        if (c->p >= c->end) return malformed();
+        uint64_t tag;
+        const uint8_t *save = c->p;
+        if (varint(c, &tag) < 0) return -1;
+        if ((tag & 7) == 4) return (uint32_t)(tag >> 3) == field ? 0 : malformed();
+        c->p = save;
+        if ((tag & 7) == 3) {
+            if (varint(c, &tag) < 0) return -1;
+            if (skip_group(c, (uint32_t)(tag >> 3), depth + 1) < 0) return -1;
+            continue;
+        }
+        int r = next(c, &f);
+        if (r <= 0) return r < 0 ? -1 : malformed();
+    }
+}
+
+/* Text as the pure path stores it: `clean_text` when it holds a NUL (valid UTF-8 from the
+ * protobuf parser holds no lone surrogate, the other thing clean_text replaces). */
+static PyObject *text(const uint8_t *data, Py_ssize_t len, int clean) {
+    if (len == 0) { Py_INCREF(empty_str); return empty_str; }
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)data, len, "strict");
+    if (s == NULL || !clean || memchr(data, 0, (size_t)len) == NULL) return s;
+    PyObject *out = PyObject_CallOneArg(clean_text, s);
+    Py_DECREF(s);
+    return out;
+}
+
+static PyObject *hex(const uint8_t *data, Py_ssize_t len) {
+    static const char digits[] = "0123456789abcdef";
+    PyObject *s = PyUnicode_New(len * 2, 127);
+    if (s == NULL) return NULL;
+    Py_UCS1 *out = PyUnicode_1BYTE_DATA(s);
+    for (Py_ssize_t i = 0; i < len; i++) {
+        out[2 * i] = (Py_UCS1)digits[data[i] >> 4];
+        out[2 * i + 1] = (Py_UCS1)digits[data[i] & 15];
+    }
+    return s;
+}
+
+static int call_note(PyObject *kind) {
+    PyObject *r = PyObject_CallOneArg(note, kind);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static PyObject *any_value(const uint8_t *data, Py_ssize_t len, int depth);
+
+/* One KeyValue: its key (cleaned when `clean`) and value; 0 or -1. */
+static int key_value(const uint8_t *data, Py_ssize_t len, int depth, int clean,
+                     PyObject **key, PyObject **value) {
+    Cursor c = {data, data + len};
+    Field f;
+    const uint8_t *k = NULL, *v = NULL;
+    Py_ssize_t klen = 0, vlen = 0;
+    int r;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.wt != 2) continue;
+        if (f.field == 1) { k = f.data; klen = f.len; }
+        else if (f.field == 2) { v = f.data; vlen = f.len; }
+    }
+    if (r < 0) return -1;
+    *key = text(k, klen, clean);
+    if (*key == NULL) return -1;
+    if (v == NULL) { Py_INCREF(Py_None); *value = Py_None; return 0; }
+    *value = any_value(v, vlen, depth);
+    if (*value == NULL) { Py_CLEAR(*key); return -1; }
+    return 0;
+}
+
+static PyObject *any_value(const uint8_t *data, Py_ssize_t len, int depth) {
+    Cursor c = {data, data + len};
+    Field f, last = {0};
+    int kind = 0, r;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.field >= 1 && f.field <= 7) {
+            int want = (f.field == 2 || f.field == 3) ? 0 : (f.field == 4 ? 1 : 2);
+            if ((int)f.wt != want) return malformed(), NULL;
+            kind = (int)f.field;
+            last = f;
+        }
+    }
+    if (r < 0) return NULL;
+    switch (kind) {
+    case 0: Py_RETURN_NONE;
+    case 1: return text(last.data, last.len, 1);
+    case 2: return PyBool_FromLong(last.num != 0);
+    case 3: return PyLong_FromLongLong((long long)last.num);
+    case 4: {
+        double d;
+        memcpy(&d, &last.num, 8);
+        PyObject *x = PyFloat_FromDouble(d);
+        if (x == NULL || isfinite(d)) return x;
+        PyObject *out = PyObject_CallOneArg(non_finite, x);
+        Py_DECREF(x);
+        return out;
+    }
+    case 7: return hex(last.data, last.len);
+    default: break;
+    }
+    if (depth >= MAX_DEPTH) {
+        if (call_note(TOO_DEEP) < 0) return NULL;
+        Py_RETURN_NONE;
+    }
+    Cursor inner = {last.data, last.data + last.len};
+    if (kind == 5) {
+        PyObject *list = PyList_New(0);
+        if (list == NULL) return NULL;
+        while ((r = next(&inner, &f)) > 0) {
+            if (f.field != 1 || f.wt != 2) continue;
+            PyObject *item = any_value(f.data, f.len, depth + 1);
+            if (item == NULL || PyList_Append(list, item) < 0) {
+                Py_XDECREF(item); Py_DECREF(list); return NULL;
+            }
+            Py_DECREF(item);
+        }
+        if (r < 0) { Py_DECREF(list); return NULL; }
+        return list;
+    }
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) return NULL;
+    while ((r = next(&inner, &f)) > 0) {
+        if (f.field != 1 || f.wt != 2) continue;
+        PyObject *key, *value;
+        if (key_value(f.data, f.len, depth + 1, 0, &key, &value) < 0) {
+            Py_DECREF(dict); return NULL;
+        }
+        int err = PyDict_SetItem(dict, key, value);
+        Py_DECREF(key); Py_DECREF(value);
+        if (err < 0) { Py_DECREF(dict); return NULL; }
+    }
+    if (r < 0) { Py_DECREF(dict); return NULL; }
+    return dict;
+}
+
+/* The KeyValue entries numbered `field` of one message added to `dict`; counts them. */
+static int add_attributes(PyObject *dict, const uint8_t *data, Py_ssize_t len, uint32_t field,
+                          Py_ssize_t *count) {
+    Cursor c = {data, data + len};
+    Field f;
+    int r;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.field != field || f.wt != 2) continue;
+        PyObject *key, *value;
+        if (key_value(f.data, f.len, 0, 1, &key, &value) < 0) return -1;
+        int err = PyDict_SetItem(dict, key, value);
+        Py_DECREF(key); Py_DECREF(value);
+        if (err < 0) return -1;
+        (*count)++;
+    }
+    return r;
+}
+
+static int noted_duplicates(PyObject *dict, Py_ssize_t count) {
+    return PyDict_GET_SIZE(dict) != count ? call_note(DUPLICATE_KEY) : 0;
+}
+
+static PyObject *events(const uint8_t *data, Py_ssize_t len) {
+    Cursor c = {data, data + len};
+    Field f, g;
+    PyObject *list = PyList_New(0);
+    int r;
+    if (list == NULL) return NULL;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.field != 11 || f.wt != 2) continue;
+        Cursor e = {f.data, f.data + f.len};
+        uint64_t time = 0;
+        const uint8_t *name = NULL;
+        Py_ssize_t nlen = 0, count = 0;
+        int s;
+        while ((s = next(&e, &g)) > 0) {
+            if (g.field == 1 && g.wt == 1) time = g.num;
+            else if (g.field == 2 && g.wt == 2) { name = g.data; nlen = g.len; }
+        }
+        if (s < 0) goto fail;
+        PyObject *args[3] = {NULL, NULL, NULL};
+        args[0] = text(name, nlen, 1);
+        args[1] = PyLong_FromUnsignedLongLong(time);
+        args[2] = PyDict_New();
+        PyObject *event = NULL;
+        if (args[0] && args[1] && args[2]
+            && add_attributes(args[2], f.data, f.len, 3, &count) == 0
+            && noted_duplicates(args[2], count) == 0)
+            event = PyObject_Vectorcall(Event, args, 3, NULL);
+        Py_XDECREF(args[0]); Py_XDECREF(args[1]); Py_XDECREF(args[2]);
+        if (event == NULL) goto fail;
+        if (PyList_Append(list, event) < 0) { Py_DECREF(event); goto fail; }
+        Py_DECREF(event);
+    }
+    if (r < 0) goto fail;
+    PyObject *tuple = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return tuple;
+fail:
+    Py_DECREF(list);
+    return NULL;
+}
+
+static PyObject *reject(const uint8_t *tid, Py_ssize_t tlen, const uint8_t *sid, Py_ssize_t slen,
+                        const uint8_t *name, Py_ssize_t nlen, PyObject *reason) {
+    PyObject *args[4] = {hex(tid, tlen), hex(sid, slen), text(name, nlen, 0), reason};
+    PyObject *out = NULL;
+    if (args[0] && args[1] && args[2] && reason)
+        out = PyObject_Vectorcall(Rejected, args, 4, NULL);
+    Py_XDECREF(args[0]); Py_XDECREF(args[1]); Py_XDECREF(args[2]); Py_XDECREF(reason);
+    return out;
+}
+
+static int all_zero(const uint8_t *d, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) if (d[i]) return 0;
+    return 1;
+}
+
+/* (SpanView, raw name) or (None, RejectedSpan) */
+static PyObject *span(const uint8_t *data, Py_ssize_t len, PyObject *resource, PyObject *scope) {
+    Cursor c = {data, data + len};
+    Field f, g;
+    const uint8_t *tid = NULL, *sid = NULL, *pid = NULL, *name = NULL, *msg = NULL;
+    Py_ssize_t tlen = 0, slen = 0, plen = 0, nlen = 0, mlen = 0;
+    uint64_t start = 0, end = 0;
+    int code = 0, has_events = 0, r;
+    while ((r = next(&c, &f)) > 0) {
+        switch (f.field) {
+        case 1: if (f.wt == 2) { tid = f.data; tlen = f.len; } break;
+        case 2: if (f.wt == 2) { sid = f.data; slen = f.len; } break;
+        case 4: if (f.wt == 2) { pid = f.data; plen = f.len; } break;
+        case 5: if (f.wt == 2) { name = f.data; nlen = f.len; } break;
+        case 7: if (f.wt == 1) start = f.num; break;
+        case 8: if (f.wt == 1) end = f.num; break;
+        case 11: if (f.wt == 2) has_events = 1; break;
+        case 15:
+            if (f.wt == 2) {
+                Cursor s = {f.data, f.data + f.len};
+                int q;
+                while ((q = next(&s, &g)) > 0) {
+                    if (g.field == 2 && g.wt == 2) { msg = g.data; mlen = g.len; }
+                    else if (g.field == 3 && g.wt == 0) code = (int32_t)g.num;
+                }
+                if (q < 0) return NULL;
+            }
+            break;
+        default: break;
+        }
+    }
+    if (r < 0) return NULL;
+    PyObject *reason = NULL;
+    if (tlen != 16)
+        reason = PyUnicode_FromFormat("trace_id must be 16 bytes, got %zd", tlen);
+    else if (all_zero(tid, 16))
+        reason = PyUnicode_FromString("trace_id is all zeros");
+    else if (slen != 8)
+        reason = PyUnicode_FromFormat("span_id must be 8 bytes, got %zd", slen);
+    else if (all_zero(sid, 8))
+        reason = PyUnicode_FromString("span_id is all zeros");
+    else if (start > MAX_TIME_NS || end > MAX_TIME_NS) {
+        int first = start > MAX_TIME_NS;
+        char number[32];
+        snprintf(number, sizeof number, "%llu", (unsigned long long)(first ? start : end));
+        reason = PyUnicode_FromFormat(
+            "%s %s is out of range (at most %llu, the year 2262)",
+            first ? "start_time_unix_nano" : "end_time_unix_nano", number,
+            (unsigned long long)MAX_TIME_NS);
+    } else if (plen && !all_zero(pid, plen) && plen != 8)
+        reason = PyUnicode_FromFormat("parent_span_id must be 8 bytes, got %zd", plen);
+    if (reason != NULL || PyErr_Occurred()) {
+        PyObject *rejected = reject(tid, tlen, sid, slen, name, nlen, reason);
+        if (rejected == NULL) return NULL;
+        PyObject *pair = PyTuple_Pack(2, Py_None, rejected);
+        Py_DECREF(rejected);
+        return pair;
+    }
+    PyObject *a[12] = {NULL};
+    PyObject *raw_name = NULL, *view = NULL, *pair = NULL;
+    Py_ssize_t count = 0;
+    a[0] = hex(tid, 16);
+    a[1] = hex(sid, 8);
+    if (plen && !all_zero(pid, plen)) a[2] = hex(pid, 8);
+    else { Py_INCREF(Py_None); a[2] = Py_None; }
+    raw_name = text(name, nlen, 0);
+    if (raw_name == NULL) goto done;
+    if (nlen && memchr(name, 0, (size_t)nlen)) a[3] = PyObject_CallOneArg(clean_text, raw_name);
+    else { Py_INCREF(raw_name); a[3] = raw_name; }
+    a[4] = PyLong_FromUnsignedLongLong(start);
+    a[5] = PyLong_FromUnsignedLongLong(end > start ? end : start);
+    a[6] = PyDict_New();
+    if (!a[0] || !a[1] || !a[3] || !a[4] || !a[5] || !a[6]) goto done;
+    if (add_attributes(a[6], data, len, 9, &count) < 0 || noted_duplicates(a[6], count) < 0)
+        goto done;
+    Py_INCREF(resource); a[7] = resource;
+    Py_INCREF(scope); a[8] = scope;
+    a[9] = PyBool_FromLong(code == 2);
+    a[10] = text(msg, mlen, 1);
+    if (a[10] == NULL) goto done;
+    if (has_events) a[11] = events(data, len);
+    else a[11] = PyTuple_New(0);
+    if (a[11] == NULL) goto done;
+    view = PyObject_Vectorcall(SpanView, a, 12, NULL);
+    if (view != NULL) pair = PyTuple_Pack(2, view, raw_name);
+done:
+    for (int i = 0; i < 12; i++) Py_XDECREF(a[i]);
+    Py_XDECREF(raw_name);
+    Py_XDECREF(view);
+    return pair;
+}
+
+static PyObject *resource_attributes(const uint8_t *data, Py_ssize_t len) {
+    Cursor c = {data, data + len};
+    Field f;
+    Py_ssize_t count = 0;
+    int r;
+    PyObject *dict = PyDict_New();
+    if (dict == NULL) return NULL;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.field == 1 && f.wt == 2 && add_attributes(dict, f.data, f.len, 1, &count) < 0) {
+            Py_DECREF(dict); return NULL;
+        }
+    }
+    if (r < 0 || noted_duplicates(dict, count) < 0) { Py_DECREF(dict); return NULL; }
+    return dict;
+}
+
+static PyObject *scope_name(const uint8_t *data, Py_ssize_t len) {
+    Cursor c = {data, data + len};
+    Field f, g;
+    const uint8_t *name = NULL;
+    Py_ssize_t nlen = 0;
+    int r;
+    while ((r = next(&c, &f)) > 0) {
+        if (f.field != 1 || f.wt != 2) continue;
+        Cursor s = {f.data, f.data + f.len};
+        int q;
+        while ((q = next(&s, &g)) > 0)
+            if (g.field == 1 && g.wt == 2) { name = g.data; nlen = g.len; }
+        if (q < 0) return NULL;
+    }
+    if (r < 0) return NULL;
+    return text(name, nlen, 0);
+}
+
+static PyObject *views(PyObject *self, PyObject *arg) {
+    Py_buffer buf;
+    if (PyObject_GetBuffer(arg, &buf, PyBUF_SIMPLE) < 0) return NULL;
+    PyObject *out = PyList_New(0);
+    Cursor req = {buf.buf, (const uint8_t *)buf.buf + buf.len};
+    Field rs, ss, sp;
+    int r, q, s;
+    if (out == NULL) goto fail;
+    while ((r = next(&req, &rs)) > 0) {
+        if (rs.field != 1 || rs.wt != 2) continue;
+        PyObject *resource = NULL;
+        Cursor rc = {rs.data, rs.data + rs.len};
+        while ((q = next(&rc, &ss)) > 0) {
+            if (ss.field != 2 || ss.wt != 2) continue;
+            PyObject *scope = scope_name(ss.data, ss.len);
+            if (scope == NULL) { Py_XDECREF(resource); goto fail; }
+            Cursor sc = {ss.data, ss.data + ss.len};
+            while ((s = next(&sc, &sp)) > 0) {
+                if (sp.field != 2 || sp.wt != 2) continue;
+                if (resource == NULL) {
+                    resource = resource_attributes(rs.data, rs.len);
+                    if (resource == NULL) break;
+                }
+                PyObject *item = span(sp.data, sp.len, resource, scope);
+                if (item == NULL || PyList_Append(out, item) < 0) { Py_XDECREF(item); s = -1; break; }
+                Py_DECREF(item);
+            }
+            Py_DECREF(scope);
+            if (s < 0 || PyErr_Occurred()) { Py_XDECREF(resource); goto fail; }
+        }
+        Py_XDECREF(resource);
+        if (q < 0) goto fail;
+    }
+    if (r < 0) goto fail;
+    PyBuffer_Release(&buf);
+    return out;
+fail:
+    PyBuffer_Release(&buf);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *o[8];
+    if (!PyArg_UnpackTuple(args, "configure", 8, 8, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
+                           &o[6], &o[7]))
+        return NULL;
+    PyObject **slots[8] = {&SpanView, &Event, &Rejected, &clean_text, &non_finite, &note,
+                           &TOO_DEEP, &DUPLICATE_KEY};
+    for (int i = 0; i < 8; i++) { Py_INCREF(o[i]); Py_XSETREF(*slots[i], o[i]); }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP, "
+     "DUPLICATE_KEY)"},
+    {"views", views, METH_O,
+     "views(serialised ExportTraceServiceRequest) -> [(SpanView, raw name) | (None, RejectedSpan)]"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_wire", NULL, -1, methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__wire(void) {
+    empty_str = PyUnicode_FromString("");
+    if (empty_str == NULL) return NULL;
+    return PyModule_Create(&module);
+}
