@@ -24,7 +24,8 @@ from collector.extract import extract
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
-# The frameworks issue 13 lists ("Done when"), each with the captures that record it.
+# The frameworks issue 13 lists ("Done when"), then issue 27's, each with the captures that
+# record it.
 FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Vercel AI SDK 7, `OpenTelemetry`", ("vercel_ai_7",)),
     ("Vercel AI SDK 7, `LegacyOpenTelemetry`", ("vercel_ai_7_legacy",)),
@@ -43,6 +44,8 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Microsoft Agent Framework", ("agent_framework", "agent_framework_approval")),
     ("OpenInference JS (AI SDK 7)", ("vercel_ai_7_openinference",)),
     ("Mastra (JS)", ("mastra_otel",)),
+    ("LlamaIndex `FunctionAgent` + OpenInference", ("llamaindex_openinference",)),
+    ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
 OTHERS = ("adk_legacy", "crewai_openinference_events", "langgraph_langsmith_otel",

@@ -27,6 +27,9 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 ISSUE_27_PENDING = {
     "langgraph_langsmith_otel": "LangSmith OTel: thread id in langsmith.metadata.thread_id, "
                                 "args in gen_ai.prompt, result in gen_ai.completion (issue 27)",
+    "smolagents_openinference": "tool span input.value is an envelope {\"args\", "
+                                "\"sanitize_inputs_outputs\", \"kwargs\"}; final_answer is "
+                                "internal, not a chosen tool",
 }
 
 
@@ -42,6 +45,9 @@ NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
 # job).
 NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_openinference"}
+# smolagents under OpenInference: no LLM span for a Model subclass of the user's own (the
+# instrumentor wraps only the classes smolagents.models exports).
+NO_REQUESTS_IN_SPANS |= {"smolagents_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
@@ -52,6 +58,8 @@ STEPS_NEED_REQUESTS |= {"langchain_agent_openinference"}
 STEPS_NEED_REQUESTS |= {"strands_approval"}
 # Mastra runs a step's calls one after the other too.
 STEPS_NEED_REQUESTS |= {"mastra_otel"}
+# LlamaIndex's FunctionAgent runs each call in its own `call_tool` workflow step span.
+STEPS_NEED_REQUESTS |= {"llamaindex_openinference"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
@@ -144,7 +152,9 @@ def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
                        for turn in want]
 
 
-@pytest.mark.parametrize("name", pending(FIXTURES))
+# Where no request reaches a span there is nothing pending to count (the test holds trivially).
+@pytest.mark.parametrize("name", [*pending(sorted(set(FIXTURES) - NO_REQUESTS_IN_SPANS)),
+                                  *sorted(set(FIXTURES) & NO_REQUESTS_IN_SPANS)])
 def test_each_turn_has_one_request_row_per_model_call(name: str) -> None:
     """Requests are stored as not-executed rows `{llm span}#{j}`; each is answered once."""
     request, expected = load(name)
