@@ -1,8 +1,8 @@
 """./scripts/serve installs the package, with CI's pinned versions (constraints.txt), only when
-pyproject.toml or constraints.txt changed since its last install (the install is editable: code
-changes need none). The script runs for real, in a copy of the
-checkout, with a virtualenv whose python and tooltrail record how they were called (a real
-install takes a minute: its timing is measured by hand, not by tests)."""
+a build input (pyproject.toml, setup.py, the compiled walk's C source) or constraints.txt changed
+since its last install (the install is editable: Python code changes need none). The script runs
+for real, in a copy of the checkout, with a virtualenv whose python and tooltrail record how they
+were called (a real install takes a minute: its timing is measured by hand, not by tests)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,20 @@ def fake_venv(venv: Path, calls: Path, pip_fails: bool = False) -> None:
         path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
+# What scripts/venv hashes to decide whether to install: the build's inputs (the compiled walk's
+# source and its build script among them) and the pins.
+BUILD_INPUTS = ("pyproject.toml", "setup.py", "collector/extract/_wire.c", "constraints.txt")
+
+
+def copy_checkout(checkout: Path) -> None:
+    (checkout / "scripts").mkdir(parents=True)
+    for script in ("serve", "venv"):  # serve sets up its virtualenv with scripts/venv
+        shutil.copy2(ROOT / "scripts" / script, checkout / "scripts" / script)
+    for name in BUILD_INPUTS:
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, checkout / name)
+
+
 def serve(checkout: Path, venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(checkout / "scripts" / "serve"), *args], capture_output=True,
                           text=True, timeout=60, check=False, env={**os.environ, "VENV": str(venv)})
@@ -30,11 +44,7 @@ def serve(checkout: Path, venv: Path, *args: str) -> subprocess.CompletedProcess
 
 def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
     checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
-    (checkout / "scripts").mkdir(parents=True)
-    for script in ("serve", "venv"):  # serve sets up its virtualenv with scripts/venv
-        shutil.copy2(ROOT / "scripts" / script, checkout / "scripts" / script)
-    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
-    shutil.copy(ROOT / "constraints.txt", checkout / "constraints.txt")
+    copy_checkout(checkout)
     fake_venv(venv, calls)
 
     def run() -> list[str]:
@@ -55,15 +65,15 @@ def test_serve_installs_only_when_pyproject_changed(tmp_path: Path) -> None:
         constraints.write("# a new pin, say\n")  # CI's versions changed: installed again
     assert install in run()
     assert run() == ["tooltrail serve --http-port 0"]
+    with (checkout / "collector/extract/_wire.c").open("a") as source:
+        source.write("/* the compiled walk changed */\n")  # the extension is built again
+    assert install in run()
+    assert run() == ["tooltrail serve --http-port 0"]
 
 
 def test_a_failed_install_is_tried_again(tmp_path: Path) -> None:
     checkout, venv, calls = tmp_path / "checkout", tmp_path / "venv", tmp_path / "calls"
-    (checkout / "scripts").mkdir(parents=True)
-    for script in ("serve", "venv"):  # serve sets up its virtualenv with scripts/venv
-        shutil.copy2(ROOT / "scripts" / script, checkout / "scripts" / script)
-    shutil.copy(ROOT / "pyproject.toml", checkout / "pyproject.toml")
-    shutil.copy(ROOT / "constraints.txt", checkout / "constraints.txt")
+    copy_checkout(checkout)
     fake_venv(venv, calls, pip_fails=True)
     for _ in range(2):
         assert serve(checkout, venv).returncode != 0
