@@ -25,6 +25,7 @@ DEFAULT_CONVERSATION_KEYS = (
     "traceloop.association.properties.session_id",
     "ai.telemetry.metadata.sessionId",  # AI SDK <= 6: experimental_telemetry.metadata
     "ai.settings.context.sessionId",  # AI SDK 7: runtimeContext + telemetry.includeRuntimeContext
+    "langsmith.metadata.thread_id",  # LangSmith's OTel export: config metadata / thread_id
 )
 
 

@@ -201,6 +201,23 @@ def from_adk_response(span: SpanView) -> list[Requested]:
     return [r for r in out if r.name]
 
 
+def from_langsmith(span: SpanView) -> list[Requested]:
+    """LangSmith's OTel export: `gen_ai.completion` is the LangChain `LLMResult`, each
+    generation's serialized AIMessage holding its `tool_calls` (name, args, id)."""
+    result, _ = decode(span.attributes.get("gen_ai.completion"))
+    generations = result.get("generations") if isinstance(result, dict) else None
+    out = []
+    for group in generations if isinstance(generations, list) else []:
+        for generation in group if isinstance(group, list) else []:
+            message = generation.get("message") if isinstance(generation, dict) else None
+            kwargs = message.get("kwargs") if isinstance(message, dict) else None
+            calls = kwargs.get("tool_calls") if isinstance(kwargs, dict) else None
+            for call in calls if isinstance(calls, list) else []:
+                if isinstance(call, dict):
+                    out.append(_requested(call.get("name"), call.get("id"), call.get("args")))
+    return [r for r in out if r.name]
+
+
 def from_mastra_chunk(span: SpanView) -> list[Requested]:
     """@mastra/otel-exporter 1.4: the `chat` span's `gen_ai.output.messages` hold only the text;
     each requested call is a child `model_chunk` span of it (capture `tests/captures/mastra_otel`).
@@ -221,6 +238,7 @@ SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
     ("genai.events", from_choice_events),
     ("adk", from_adk_response),
     ("mastra", from_mastra_chunk),
+    ("langsmith", from_langsmith),
 )
 
 

@@ -25,8 +25,6 @@ FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").ex
 # Captures of issue 27 whose ground truth extraction does not reach yet: expected to fail (strict,
 # so the mark must go when extraction is fixed).
 ISSUE_27_PENDING = {
-    "langgraph_langsmith_otel": "LangSmith OTel: thread id in langsmith.metadata.thread_id, "
-                                "args in gen_ai.prompt, result in gen_ai.completion (issue 27)",
     "smolagents_openinference": "tool span input.value is an envelope {\"args\", "
                                 "\"sanitize_inputs_outputs\", \"kwargs\"}; final_answer is "
                                 "internal, not a chosen tool",
@@ -51,7 +49,8 @@ NO_REQUESTS_IN_SPANS |= {"smolagents_openinference"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
-STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference"}
+STEPS_NEED_REQUESTS = {"adk", "adk_legacy", "adk_noids", "langgraph_openinference",
+                       "langgraph_langsmith_otel"}
 # LangChain 1.x `create_agent` sends each call to its own `tools` node span too.
 STEPS_NEED_REQUESTS |= {"langchain_agent_openinference"}
 # Strands' interrupt names the waiting call by id only: without the model's request it is no call.
