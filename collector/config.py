@@ -159,7 +159,8 @@ class Settings(BaseSettings):
         "stored before projects into it",
     )
     keep_plumbing: bool = Field(
-        False, description="keep framework plumbing tool calls (adk_*, handoffs, final_result)"
+        False,
+        description="keep framework plumbing calls (adk_*, handoffs, final_result, final_answer)",
     )
     conventions: str | None = Field(
         None, description="a YAML file of tool-span conventions tried before the built-in ones "

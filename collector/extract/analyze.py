@@ -20,7 +20,7 @@ from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span,
 from collector.model import Batch, RejectedSpan, ToolCall
 from collector.projects import DEFAULT_PROJECT
 
-PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result"})
+PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result", "final_answer"})
 DEFAULT_CONVERSATION_KEYS = (
     "traceloop.association.properties.session_id",
     "ai.telemetry.metadata.sessionId",  # AI SDK <= 6: experimental_telemetry.metadata

@@ -28,7 +28,8 @@ from collector.extract.otlp import SpanView
 BUILTIN_FILE = "builtin_conventions.yaml"
 CONVENTIONS_ENV = "TOOLTRAIL_CONVENTIONS"  # the `conventions` setting (collector.config)
 FIELDS = ("tool_name", "arguments", "result", "call_id", "error", "conversation_key")
-MATCH_KEYS = ("span_name", "span_name_is", "span_name_not", "attributes", "has_attributes")
+MATCH_KEYS = ("span_name", "span_name_is", "span_name_not", "attributes", "has_attributes",
+              "scope")
 ENTRY_KEYS = ("name", "match", *FIELDS, "name_from_span", "name_is_span_name")
 MAX_ENTRIES = 256
 
@@ -132,8 +133,14 @@ def _one_match(spec: Any, where: str) -> Callable[[SpanView], bool]:
     if "span_name_not" in spec:
         refused = _regex(spec["span_name_not"], f"{where}.span_name_not")
         tests.append(lambda s: refused.search(s.name) is None)
+    if "scope" in spec:  # the instrumentation scope's name, exactly
+        scope = spec["scope"]
+        if not isinstance(scope, str) or not scope:
+            raise _fail(f"{where}.scope", "must be an instrumentation scope's name")
+        tests.append(lambda s: s.scope == scope)
     if not tests:
-        raise _fail(where, "matches every span; give span_name, attributes or has_attributes")
+        raise _fail(where, "matches every span; give span_name, attributes, has_attributes "
+                           "or scope")
     if len(tests) == 1:
         return tests[0]
     return lambda s: all(test(s) for test in tests)

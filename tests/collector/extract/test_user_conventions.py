@@ -63,6 +63,16 @@ def test_a_conventions_file_of_a_few_lines_extracts_it(tmp_path: Path) -> None:
     assert {t.conversation_key for t in batch.traces} == {"acme-7"}
 
 
+def test_a_match_on_the_instrumentation_scope(tmp_path: Path) -> None:
+    """`scope` tells one instrumentation's spans from another's that set the same attributes."""
+    path = tmp_path / "scoped.yaml"
+    for scope, found in (("acme.agent", 2), ("another.instrumentation", 0)):
+        path.write_text(ACME.replace("has_attributes: [acme.args]",
+                                     f"has_attributes: [acme.args], scope: {scope}"))
+        batch = extract(acme_request(), ExtractOptions(conventions=read_conventions(path)))
+        assert len(batch.calls) == found
+
+
 @pytest.mark.parametrize(("text", "named"), [
     ("conventions:\n  - name: acme\n    match: {span_name: '(('}\n",
      "conventions[0] (acme).match.span_name"),
@@ -70,6 +80,8 @@ def test_a_conventions_file_of_a_few_lines_extracts_it(tmp_path: Path) -> None:
     ("conventions:\n  - name: acme\n    match: {span_name: x}\n    argumnets: a\n",
      "conventions[0] (acme).argumnets"),
     ("conventions:\n  - match: {span_name: x}\n", "conventions[0].name"),
+    ("conventions:\n  - name: acme\n    match: {scope: ''}\n",
+     "conventions[0] (acme).match.scope"),
 ])
 def test_a_bad_file_names_the_entry_and_field(tmp_path: Path, text: str, named: str) -> None:
     path = tmp_path / "bad.yaml"
