@@ -208,3 +208,14 @@ def test_no_such_line_when_the_arguments_are_there(
     assert not any(line.startswith("arguments: not exported") for line in out)
     assert any('get_weather({"city": "Paris"})' in line for line in out)
 
+
+
+def test_the_documented_summary_is_what_it_prints(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/conventions.md shows the acme summary: it is the command's output, line for line."""
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "conventions.md").read_text()
+    section = docs.split("### Starting from `tooltrail extract --summary`", 1)[1]
+    shown = section.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    out = summary(capsys, str(write_spans(tmp_path, acme_request())))
+    at = out.index(shown[0])
+    assert out[at:at + len(shown)] == shown
