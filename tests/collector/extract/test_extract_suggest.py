@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from collector.cli import main
-from collector.extract import ExtractOptions
+from collector.extract import ExtractOptions, extract
 from collector.extract.conventions import read_conventions
 from collector.extract_report import file_report
 from tests.collector.extract.test_user_conventions import ACME, acme_request
@@ -161,7 +161,8 @@ def test_a_known_framework_is_proposed_nothing(capture_file: str) -> None:
     assert unmatched == {"groups": [], "entry": None, "no_arguments": None}
 
 
-def genai_tools(with_arguments: bool, request_arguments: bool = False):  # type: ignore[no-untyped-def]
+def genai_tools(with_arguments: bool, request_arguments: bool = False,  # type: ignore[no-untyped-def]
+                arguments: str = '{"city": "Paris"}'):
     """GenAI tool spans as an instrumentation with content capture off exports them: operation,
     tool name and call id only (optionally arguments, or a chat span requesting the calls)."""
     tp, exporter = capture()
@@ -180,7 +181,7 @@ def genai_tools(with_arguments: bool, request_arguments: bool = False):  # type:
             attributes = {"gen_ai.operation.name": "execute_tool",
                           "gen_ai.tool.name": "get_weather", "gen_ai.tool.call.id": f"call_{i}"}
             if with_arguments:
-                attributes["gen_ai.tool.call.arguments"] = json.dumps({"city": "Paris"})
+                attributes["gen_ai.tool.call.arguments"] = arguments
             with tracer.start_as_current_span("execute_tool get_weather", attributes=attributes):
                 pass
     return to_request(exporter.get_finished_spans())
@@ -199,15 +200,20 @@ def test_matched_tool_spans_without_arguments_say_so_once(
     assert "\n## Frameworks\n" in (root / "docs" / "conventions.md").read_text()
 
 
-@pytest.mark.parametrize("variant", ["span arguments", "requested arguments"])
+@pytest.mark.parametrize("variant", ["span arguments", "requested arguments", "no parameters"])
 def test_no_such_line_when_the_arguments_are_there(
         variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    request = (genai_tools(with_arguments=True) if variant == "span arguments"
-               else genai_tools(with_arguments=False, request_arguments=True))
+    """Arguments on the tool spans, or only in the model's requests, or `{}` on the spans (a
+    tool without parameters: exported, and empty)."""
+    request = {
+        "span arguments": lambda: genai_tools(with_arguments=True),
+        "requested arguments": lambda: genai_tools(with_arguments=False, request_arguments=True),
+        "no parameters": lambda: genai_tools(with_arguments=True, arguments="{}"),
+    }[variant]()
     out = summary(capsys, str(write_spans(tmp_path, request)))
     assert not any(line.startswith("arguments: not exported") for line in out)
-    assert any('get_weather({"city": "Paris"})' in line for line in out)
-
+    shown = "get_weather({})" if variant == "no parameters" else 'get_weather({"city": "Paris"})'
+    assert any(shown in line for line in out)
 
 
 def test_the_documented_summary_is_what_it_prints(
@@ -219,3 +225,24 @@ def test_the_documented_summary_is_what_it_prints(
     out = summary(capsys, str(write_spans(tmp_path, acme_request())))
     at = out.index(shown[0])
     assert out[at:at + len(shown)] == shown
+
+
+def test_the_entry_quotes_whatever_the_names_are(tmp_path: Path) -> None:
+    """Attribute and span names with YAML's and regular expressions' special characters: the
+    entry still reads, and still extracts the calls."""
+    tp, exporter = capture()
+    tracer = tp.get_tracer("x-corp/agent kit")
+    with tracer.start_as_current_span("run: 'main'"):
+        for i, tool in enumerate(["a(b)", "c*d"]):
+            with tracer.start_as_current_span(f"Tool: {tool}", attributes={
+                    "x'args": json.dumps({"q": i}), "true": "yes",
+                    "x #out": json.dumps({"result": i}), "x.call id": f"k{i}"}):
+                pass
+    request = to_request(exporter.get_finished_spans())
+    report = file_report(write_spans(tmp_path, request), ExtractOptions())
+    entry = report["unmatched_tools"]["entry"]
+    path = tmp_path / "proposed.yaml"
+    path.write_text(entry)
+    batch = extract(request, ExtractOptions(conventions=read_conventions(path)))
+    assert [(c.name, c.arguments, c.result, c.call_id) for c in batch.calls] == [
+        ("a(b)", {"q": 0}, 0, "k0"), ("c*d", {"q": 1}, 1, "k1")]
