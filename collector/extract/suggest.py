@@ -295,7 +295,8 @@ def _no_arguments(views: Sequence[SpanView], conventions: Any, calls: Sequence[T
     which = ", ".join(f"{n} {name}" for name, n in names.items())
     return (f"arguments: not exported (none on the tool spans: {which}); turn on the "
             "instrumentation's content capture: README.md \"Turning on tool-argument capture\", "
-            "docs/conventions.md \"Frameworks\"")
+            "docs/conventions.md \"Frameworks\" (content sent as OTel log events comes with "
+            "the logs, not in this file)")
 
 
 def suggestion(
