@@ -146,11 +146,7 @@ class Settings(BaseSettings):
     worker_batch: int = Field(64, gt=0, description="conversations claimed per worker round")
     lease_seconds: float = Field(60.0, gt=0, description="a claimed conversation's lease")
     conversation_keys: CommaList = Field(
-        default_factory=lambda: [
-            "traceloop.association.properties.session_id",
-            "ai.telemetry.metadata.sessionId",
-            "ai.settings.context.sessionId",
-        ],
+        default_factory=lambda: list(_default_conversation_keys()),
         description="extra span/resource attribute keys that carry a conversation id",
     )
     project: str = Field(
@@ -345,6 +341,14 @@ class Settings(BaseSettings):
     def is_sqlite(self) -> bool:
         """True when the store is the embedded SQLite database."""
         return self.database_url.startswith("sqlite")
+
+
+def _default_conversation_keys() -> tuple[str, ...]:
+    """Extraction's own default (one list: `tooltrail extract` and `serve` read the same keys);
+    imported when first needed, as extraction imports more than settings need."""
+    from collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
+
+    return DEFAULT_CONVERSATION_KEYS
 
 
 @contextmanager

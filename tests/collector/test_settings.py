@@ -131,3 +131,13 @@ def test_a_bad_api_keys_file_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert err.startswith("tooltrail serve: invalid API keys: ") and said in err, err
     assert err.count("\n") == 1
+
+
+def test_the_default_conversation_keys_are_extractions() -> None:
+    """`serve` and `tooltrail extract` read the same keys unless told otherwise (a key added to
+    extraction's default, such as LangSmith's thread id, reaches the server too)."""
+    from collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
+
+    assert "langsmith.metadata.thread_id" in DEFAULT_CONVERSATION_KEYS
+    assert tuple(Settings().conversation_keys) == DEFAULT_CONVERSATION_KEYS
+    assert Settings().extract_options().conversation_keys == DEFAULT_CONVERSATION_KEYS
