@@ -46,6 +46,7 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Mastra (JS)", ("mastra_otel",)),
     ("LlamaIndex `FunctionAgent` + OpenInference", ("llamaindex_openinference",)),
     ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
+    ("AutoGen AgentChat `AssistantAgent`, native", ("autogen_agentchat",)),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
 OTHERS = ("adk_legacy", "crewai_openinference_events", "langgraph_langsmith_otel",

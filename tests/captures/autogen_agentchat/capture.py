@@ -1,0 +1,124 @@
+"""Capture: AutoGen AgentChat `AssistantAgent` with AutoGen's own OpenTelemetry tracing, offline.
+
+Tracing as AutoGen's "Tracing and Observability" guide sets it up: an SDK `TracerProvider` made
+the global provider with `trace.set_tracer_provider` (AgentChat's `create_agent`,
+`invoke_agent` and `execute_tool` spans come from `trace.get_tracer("autogen-core")`, i.e. the
+global provider; a runtime's `tracer_provider` only governs its messaging spans, and a lone
+agent runs on no runtime). No instrumentation is added: what is exported is AutoGen's own.
+
+The model is autogen-ext's `ReplayChatCompletionClient` (AutoGen's scripted client), replaying
+`CreateResult`s whose content is a list of `FunctionCall`s (what its OpenAI client returns for
+tool calls), so the agent's own tool loop runs: `max_tool_iterations` lets one run call the
+model again after its tools (AgentChat's documented multi-step setting). Parallel calls run
+concurrently (the agent gathers a response's calls; the tools are async). A tool's exception
+goes back to the model as an error result (`StaticWorkbench.call_tool`): turn 2 continues.
+
+Conversation: the same agent across the three `agent.run(task=...)` calls (it keeps its model
+context between runs, AgentChat's way to hold a conversation). AutoGen has no conversation or
+session id at all, so none reaches a span: each run is a trace of its own, keyed by its trace.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import _common  # noqa: E402
+
+provider, exporter = _common.setup_tracing("tooltrail-capture-autogen")  # the global provider
+
+from autogen_agentchat.agents import AssistantAgent  # noqa: E402
+from autogen_core import FunctionCall  # noqa: E402
+from autogen_core.models import CreateResult, ModelInfo, RequestUsage  # noqa: E402
+from autogen_ext.models.replay import ReplayChatCompletionClient  # noqa: E402
+
+
+async def get_weather(city: str) -> str:
+    """Current weather for a city."""
+    await asyncio.sleep(0.01)  # async tools: the agent's gather really overlaps parallel calls
+    return json.dumps({"city": city, "temp_c": {"Paris": 18, "London": 14, "Berlin": 11}.get(city, 20)})
+
+
+async def get_time(city: str) -> str:
+    """Local time in a city."""
+    await asyncio.sleep(0.01)
+    return f"12:00 in {city}"
+
+
+async def convert_currency(amount: float, from_currency: str, to_currency: str) -> str:
+    """Convert money between currencies."""
+    raise RuntimeError(f"FX service unavailable for {from_currency}->{to_currency}")
+
+
+NO_USAGE = RequestUsage(prompt_tokens=0, completion_tokens=0)
+
+
+def as_result(response) -> CreateResult:
+    """One scripted model response as the CreateResult a model client returns."""
+    calls = [FunctionCall(id=cid, name=name, arguments=json.dumps(args))
+             for kind, *item in response if kind == "tool" for name, args, cid in [item]]
+    if calls:
+        return CreateResult(finish_reason="function_calls", content=calls, usage=NO_USAGE,
+                            cached=False)
+    (_, text), = response
+    return CreateResult(finish_reason="stop", content=text, usage=NO_USAGE, cached=False)
+
+
+model_client = ReplayChatCompletionClient(
+    [as_result(r) for r in _common.SCRIPT],
+    model_info=ModelInfo(vision=False, function_calling=True, json_output=False,
+                         family="unknown", structured_output=False),
+)
+
+
+async def main() -> None:
+    agent = AssistantAgent(
+        "travel_assistant",
+        model_client=model_client,
+        tools=[get_weather, get_time, convert_currency],
+        description="Travel helper",
+        system_message="Help with travel questions. Use tools.",
+        max_tool_iterations=5,
+    )
+    for prompt, _ in _common.TURNS:
+        result = await agent.run(task=prompt)
+        print("turn:", [type(m).__name__ for m in result.messages], result.messages[-1].content)
+    await model_client.close()
+
+
+asyncio.run(main())
+provider.force_flush()
+
+expected = {
+    "framework": "autogen-agentchat",
+    "library_versions": _common.versions(
+        "autogen-agentchat", "autogen-core", "autogen-ext", "opentelemetry-sdk",
+    ),
+    "conversation_id": None,  # AutoGen has no conversation id: conversation = trace
+    "arguments_in_spans": False,
+    "results_in_spans": False,
+    "turns": _common.expected_turns(),
+    "notes": (
+        "autogen-ext's ReplayChatCompletionClient replays CreateResults with FunctionCall lists; "
+        "AssistantAgent(max_tool_iterations=5) runs its own tool loop; tracing = AutoGen's own "
+        "spans through the global TracerProvider (its tracing guide), no other instrumentation. "
+        "One agent.run(task=...) per turn on the same agent (it keeps its model context); each "
+        "run is its own trace rooted at 'invoke_agent travel_assistant', and AutoGen exports no "
+        "conversation id (conversation = trace). Constructing the agent emits a lone "
+        "'create_agent travel_assistant' root span, a trace of its own with no run in it. Tool "
+        "spans 'execute_tool {name}' carry gen_ai.operation.name, gen_ai.system=autogen, "
+        "gen_ai.tool.name, gen_ai.tool.description and gen_ai.tool.call.id only: no arguments, "
+        "no result (arguments_in_spans / results_in_spans false; the arguments here are what the "
+        "script's model requested). No LLM span: the model's requests are not in the trace. "
+        "Turn 1 step 0 = two FunctionCalls in one CreateResult, executed concurrently "
+        "(overlapping sibling spans). convert_currency raises: its span is ERROR with "
+        "error.type=RuntimeError and two exception events; the workbench returns the error to "
+        "the model and the turn continues."
+    ),
+}
+_common.write_otlp(HERE, exporter.get_finished_spans())
+_common.write_expected(HERE, expected)
+print("spans:", len(exporter.get_finished_spans()))
