@@ -16,11 +16,17 @@ goes back to the model as an error result (`StaticWorkbench.call_tool`): turn 2 
 Conversation: the same agent across the three `agent.run(task=...)` calls (it keeps its model
 context between runs, AgentChat's way to hold a conversation). AutoGen has no conversation or
 session id at all, so none reaches a span: each run is a trace of its own, keyed by its trace.
+
+CAPTURE_TEAM=1 (../autogen_agentchat_team): the agent in a `RoundRobinGroupChat` team, one
+`team.run(task=...)` per turn (the team keeps its state between runs), on a
+`SingleThreadedAgentRuntime(tracer_provider=...)` given the same provider, as the guide's
+"connect the tracer provider to the AutoGen runtime" says: the runtime adds its messaging spans.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -28,10 +34,15 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import _common  # noqa: E402
 
-provider, exporter = _common.setup_tracing("tooltrail-capture-autogen")  # the global provider
+TEAM = os.environ.get("CAPTURE_TEAM") == "1"
+OUT = Path(os.environ.get("CAPTURE_OUT", HERE))
+SERVICE = os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-autogen")
+provider, exporter = _common.setup_tracing(SERVICE)  # the global provider
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
-from autogen_core import FunctionCall  # noqa: E402
+from autogen_agentchat.conditions import TextMessageTermination  # noqa: E402
+from autogen_agentchat.teams import RoundRobinGroupChat  # noqa: E402
+from autogen_core import FunctionCall, SingleThreadedAgentRuntime  # noqa: E402
 from autogen_core.models import CreateResult, ModelInfo, RequestUsage  # noqa: E402
 from autogen_ext.models.replay import ReplayChatCompletionClient  # noqa: E402
 
@@ -83,9 +94,18 @@ async def main() -> None:
         system_message="Help with travel questions. Use tools.",
         max_tool_iterations=5,
     )
+    runner, runtime = agent, None
+    if TEAM:  # the team's turn ends with the agent's text answer
+        runtime = SingleThreadedAgentRuntime(tracer_provider=provider)
+        runtime.start()
+        runner = RoundRobinGroupChat(
+            [agent], termination_condition=TextMessageTermination("travel_assistant"),
+            runtime=runtime)
     for prompt, _ in _common.TURNS:
-        result = await agent.run(task=prompt)
+        result = await runner.run(task=prompt)
         print("turn:", [type(m).__name__ for m in result.messages], result.messages[-1].content)
+    if runtime is not None:
+        await runtime.stop()
     await model_client.close()
 
 
@@ -98,8 +118,9 @@ expected = {
         "autogen-agentchat", "autogen-core", "autogen-ext", "opentelemetry-sdk",
     ),
     "conversation_id": None,  # AutoGen has no conversation id: conversation = trace
-    "arguments_in_spans": False,
-    "results_in_spans": False,
+    # no span of a call's trace (its turn) carries its arguments or result
+    "arguments_in_turn_trace": False,
+    "results_in_turn_trace": False,
     "turns": _common.expected_turns(),
     "notes": (
         "autogen-ext's ReplayChatCompletionClient replays CreateResults with FunctionCall lists; "
@@ -111,14 +132,28 @@ expected = {
         "'create_agent travel_assistant' root span, a trace of its own with no run in it. Tool "
         "spans 'execute_tool {name}' carry gen_ai.operation.name, gen_ai.system=autogen, "
         "gen_ai.tool.name, gen_ai.tool.description and gen_ai.tool.call.id only: no arguments, "
-        "no result (arguments_in_spans / results_in_spans false; the arguments here are what the "
-        "script's model requested). No LLM span: the model's requests are not in the trace. "
+        "no result (arguments_in_turn_trace / results_in_turn_trace false; the arguments here are "
+        "what the script's model requested). No LLM span: the model's requests are not in the "
+        "trace. "
         "Turn 1 step 0 = two FunctionCalls in one CreateResult, executed concurrently "
         "(overlapping sibling spans). convert_currency raises: its span is ERROR with "
         "error.type=RuntimeError and two exception events; the workbench returns the error to "
         "the model and the turn continues."
     ),
 }
-_common.write_otlp(HERE, exporter.get_finished_spans())
-_common.write_expected(HERE, expected)
+if TEAM:
+    expected["notes"] += (
+        " This capture, team mode: instead of agent.run, RoundRobinGroupChat([agent], "
+        "TextMessageTermination('travel_assistant')), one team.run(task=...) per turn (each the "
+        "same GenAI spans), on SingleThreadedAgentRuntime(tracer_provider=the same provider). The runtime adds 'autogen create|send|publish|process|ack ...' messaging "
+        "spans with no GenAI attributes, most of them roots of traces of their own (related by "
+        "links, not parents); each turn's invoke_agent and execute_tool spans sit under the "
+        "'autogen process travel_assistant...' span of the message that ran the agent. The "
+        "process spans' 'message' attribute is the team message as JSON: the manager's process "
+        "spans of ToolCallRequestEvent (content = [{id, arguments (a JSON string), name}]) and "
+        "ToolCallExecutionEvent (content = [{content, name, call_id, is_error}]) carry the "
+        "arguments and results, each in a trace of its own, none in the tool spans' trace."
+    )
+_common.write_otlp(OUT, exporter.get_finished_spans())
+_common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()))

@@ -46,7 +46,8 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Mastra (JS)", ("mastra_otel",)),
     ("LlamaIndex `FunctionAgent` + OpenInference", ("llamaindex_openinference",)),
     ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
-    ("AutoGen AgentChat `AssistantAgent`, native", ("autogen_agentchat",)),
+    ("AutoGen AgentChat `AssistantAgent`, native", ("autogen_agentchat",
+                                                   "autogen_agentchat_team")),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
 OTHERS = ("adk_legacy", "crewai_openinference_events", "langgraph_langsmith_otel",

@@ -38,7 +38,7 @@ def pending(names: list[str]) -> list[Any]:
 # is a conversation of its own, keyed by its trace.
 NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
 # AutoGen AgentChat has no conversation or session id at all.
-NO_CONVERSATION_ID |= {"autogen_agentchat"}
+NO_CONVERSATION_ID |= {"autogen_agentchat", "autogen_agentchat_team"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
@@ -49,7 +49,7 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_o
 NO_REQUESTS_IN_SPANS |= {"smolagents_openinference"}
 # AutoGen's own tracing has no span for a model call (an instrumentation of the model client's
 # library would add one; the capture's scripted client has none).
-NO_REQUESTS_IN_SPANS |= {"autogen_agentchat"}
+NO_REQUESTS_IN_SPANS |= {"autogen_agentchat", "autogen_agentchat_team"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
@@ -75,12 +75,12 @@ def expected_turns(expected: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Per turn, the calls as extraction must see them. Where the capture says the model's call ids
     reach no span (`"call_ids_in_spans": false`, CrewAI + OpenInference), none can be extracted;
     where a call's own id reaches no span, `span_call_id` is the only id the spans carry for it.
-    Where no span carries the arguments (`"arguments_in_spans": false`, AutoGen, whose model
-    requests reach no span either), each call has the empty arguments extraction stores for
-    "none given"."""
+    Where no span of the call's trace carries its arguments (`"arguments_in_turn_trace": false`:
+    AutoGen, whose tool spans have none and whose model calls have no span), each call has the
+    empty arguments extraction stores for "none given"."""
     keys = ("name", "error", "step")
     ids = expected.get("call_ids_in_spans", True)
-    arguments = expected.get("arguments_in_spans", True)
+    arguments = expected.get("arguments_in_turn_trace", True)
     return [[{**{k: c[k] for k in keys}, "arguments": c["arguments"] if arguments else {},
               "call_id": c.get("span_call_id", c["call_id"]) if ids else None,
               "status": c.get("status", "error" if c["error"] else "ok")}
@@ -128,7 +128,7 @@ def test_trajectory_equals_ground_truth(name: str) -> None:
     assert all(c.executed == (c.status not in {"pending", "rejected", "requested"}) and c.convention
                for turn in turns for c in turn)
     assert all(t.has_agent_root for t in batch.traces)  # the no-tool turn has its root too
-    if not expected.get("results_in_spans", True):  # AutoGen: no span carries a tool's result
+    if not expected.get("results_in_turn_trace", True):  # AutoGen: no result in the turn
         assert all(c.result is None for turn in turns for c in turn)
     keys = [t.conversation_key for t in sorted(batch.traces, key=lambda t: t.start_ns)]
     if name in NO_CONVERSATION_ID:
