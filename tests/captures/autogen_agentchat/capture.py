@@ -21,6 +21,12 @@ CAPTURE_TEAM=1 (../autogen_agentchat_team): the agent in a `RoundRobinGroupChat`
 `team.run(task=...)` per turn (the team keeps its state between runs), on a
 `SingleThreadedAgentRuntime(tracer_provider=...)` given the same provider, as the guide's
 "connect the tracer provider to the AutoGen runtime" says: the runtime adds its messaging spans.
+
+CAPTURE_OPENAI=1 (../autogen_agentchat_openai): the guide's whole setup, its
+`OpenAIInstrumentor().instrument()` (opentelemetry-instrumentation-openai, OpenLLMetry) included,
+with autogen-ext's `OpenAIChatCompletionClient` over an `httpx2.MockTransport` (the transport of
+the openai package) answering the same script as Chat Completions JSON: the model's calls are
+then in the trace, on the instrumentation's `openai.chat` spans.
 """
 from __future__ import annotations
 
@@ -35,9 +41,14 @@ sys.path.insert(0, str(HERE.parent))
 import _common  # noqa: E402
 
 TEAM = os.environ.get("CAPTURE_TEAM") == "1"
+OPENAI = os.environ.get("CAPTURE_OPENAI") == "1"
 OUT = Path(os.environ.get("CAPTURE_OUT", HERE))
 SERVICE = os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-autogen")
 provider, exporter = _common.setup_tracing(SERVICE)  # the global provider
+if OPENAI:
+    from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+    OpenAIInstrumentor().instrument()  # as the guide: on the global provider
 
 from autogen_agentchat.agents import AssistantAgent  # noqa: E402
 from autogen_agentchat.conditions import TextMessageTermination  # noqa: E402
@@ -78,11 +89,40 @@ def as_result(response) -> CreateResult:
     return CreateResult(finish_reason="stop", content=text, usage=NO_USAGE, cached=False)
 
 
-model_client = ReplayChatCompletionClient(
-    [as_result(r) for r in _common.SCRIPT],
-    model_info=ModelInfo(vision=False, function_calling=True, json_output=False,
-                         family="unknown", structured_output=False),
-)
+MODEL = "gpt-4o-mini-2024-07-18"  # the name autogen-ext resolves `gpt-4o-mini` to
+
+
+def chat_completion(request, answers=iter(_common.SCRIPT), ids=iter(range(10**6))):
+    """The mock transport's answer: the next scripted response as Chat Completions JSON."""
+    import httpx2
+
+    response = next(answers)
+    calls = [{"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+             for kind, *item in response if kind == "tool" for name, args, cid in [item]]
+    message = {"role": "assistant", "content": None if calls else response[0][1]}
+    if calls:
+        message["tool_calls"] = calls
+    return httpx2.Response(200, json={
+        "id": f"chatcmpl-{next(ids)}", "object": "chat.completion", "created": 0, "model": MODEL,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    })
+
+
+if OPENAI:
+    import httpx2
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    model_client = OpenAIChatCompletionClient(
+        model="gpt-4o-mini", api_key="sk-offline", max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(chat_completion)))
+else:
+    model_client = ReplayChatCompletionClient(
+        [as_result(r) for r in _common.SCRIPT],
+        model_info=ModelInfo(vision=False, function_calling=True, json_output=False,
+                             family="unknown", structured_output=False),
+    )
 
 
 async def main() -> None:
@@ -141,6 +181,19 @@ expected = {
         "the model and the turn continues."
     ),
 }
+if OPENAI:
+    expected["library_versions"].update(_common.versions(
+        "openai", "opentelemetry-instrumentation-openai"))
+    del expected["arguments_in_turn_trace"], expected["results_in_turn_trace"]
+    expected["notes"] += (
+        " This capture, the guide's OpenAIInstrumentor too: instead of the replay client, "
+        "OpenAIChatCompletionClient over an httpx2.MockTransport answering the script as Chat "
+        "Completions JSON (no network). The instrumentation adds an 'openai.chat' span per model "
+        "call under invoke_agent (gen_ai.operation.name=chat, gen_ai.output.messages with "
+        "tool_call parts: id, name, arguments as an object; gen_ai.input.messages with the "
+        "earlier calls' tool_call_response parts): the model's requests, with their arguments, "
+        "are in the turn's trace and pair with AutoGen's execute_tool spans by call id."
+    )
 if TEAM:
     expected["notes"] += (
         " This capture, team mode: instead of agent.run, RoundRobinGroupChat([agent], "

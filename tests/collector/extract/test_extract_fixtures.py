@@ -38,7 +38,7 @@ def pending(names: list[str]) -> list[Any]:
 # is a conversation of its own, keyed by its trace.
 NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
 # AutoGen AgentChat has no conversation or session id at all.
-NO_CONVERSATION_ID |= {"autogen_agentchat", "autogen_agentchat_team"}
+NO_CONVERSATION_ID |= {"autogen_agentchat", "autogen_agentchat_team", "autogen_agentchat_openai"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
@@ -47,8 +47,8 @@ NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_o
 # smolagents under OpenInference: no LLM span for a Model subclass of the user's own (the
 # instrumentor wraps only the classes smolagents.models exports).
 NO_REQUESTS_IN_SPANS |= {"smolagents_openinference"}
-# AutoGen's own tracing has no span for a model call (an instrumentation of the model client's
-# library would add one; the capture's scripted client has none).
+# AutoGen's own tracing has no span for a model call (the OpenAI instrumentation of its tracing
+# guide adds one: `autogen_agentchat_openai`).
 NO_REQUESTS_IN_SPANS |= {"autogen_agentchat", "autogen_agentchat_team"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
@@ -63,6 +63,9 @@ STEPS_NEED_REQUESTS |= {"strands_approval"}
 STEPS_NEED_REQUESTS |= {"mastra_otel"}
 # LlamaIndex's FunctionAgent runs each call in its own `call_tool` workflow step span.
 STEPS_NEED_REQUESTS |= {"llamaindex_openinference"}
+# AutoGen's tool spans carry no arguments: with its tracing guide's OpenAI instrumentation, only
+# the model's requests on the `openai.chat` spans do.
+ARGUMENTS_NEED_REQUESTS = {"autogen_agentchat_openai"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
@@ -148,12 +151,14 @@ def test_otlp_json_twin_extracts_the_same(name: str) -> None:
 def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
     """Without the LLM spans' requests, overlapping sibling tool spans still share a step.
     A call no tool span shows (`"tool_span": false`: requested, never executed in its turn)
-    is then not there at all."""
+    is then not there at all, and a call whose arguments only the request has has none."""
     request, expected = load(name)
     turns = turns_of(extract(request), keep_requests=False)
     got = [[{**c, "call_id": None} for c in as_expected(t)] for t in turns]
     spans = [[c.get("tool_span", True) for c in t["calls"]] for t in expected["turns"]]
-    want = [[{**c, "call_id": None} for c, shown in zip(turn, shown_in, strict=True) if shown]
+    unread = {"arguments": {}} if name in ARGUMENTS_NEED_REQUESTS else {}
+    want = [[{**c, "call_id": None, **unread} for c, shown in zip(turn, shown_in, strict=True)
+             if shown]
             for turn, shown_in in zip(expected_turns(expected), spans, strict=True)]
     by_step = [sorted(turn, key=lambda c: (c["step"], json.dumps(c, sort_keys=True)))
                for turn in got]
