@@ -343,7 +343,8 @@ def add_extract_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conversation", help="the stored conversation's key (with FILE: the "
                         "key of ADK events that carry no session id; default the file's name)")
     parser.add_argument("--summary", action="store_true",
-                        help="one line per span, then trajectory")
+                        help="one line per span, then trajectory (either way: a conventions "
+                        "entry to start from for tool-like spans no convention matched)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--conversation-key", action="append", dest="keys", metavar="KEY",
                         help="an extra attribute key carrying the conversation id (repeatable)")

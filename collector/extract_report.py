@@ -21,6 +21,7 @@ from collector.extract.analyze import SpanNote, describe
 from collector.extract.approvals import UNEXECUTED
 from collector.extract.keys import key_report, render_keys
 from collector.extract.reconcile import call_from_row, place, settle
+from collector.extract.suggest import render_suggestion, suggestion
 from collector.ingest import with_refused
 from collector.model import Batch, ToolCall
 from collector.suites import inputs
@@ -81,6 +82,7 @@ def file_report(
         "rejected": [vars_of(r) for r in batch.rejected],
         "unextracted": [vars_of(r) for r in batch.unextracted],
         "conversation_keys": key_report(request, batch.traces, options.keys()),
+        "unmatched_tools": suggestion(request, batch.calls, options.conventions, options.keys()),
         "conversations": conversations,
     }
 
@@ -202,6 +204,8 @@ def render(report: dict[str, Any], *, summary: bool) -> list[str]:
                      for r in report[kind])
     if "conversation_keys" in report:  # a file's report (a stored one has its key already)
         lines += ["", *render_keys(report["conversation_keys"])]
+    if report.get("unmatched_tools"):  # a file's report: its spans are all there
+        lines += render_suggestion(report["unmatched_tools"])
     return lines + render_conversations(report, summary=summary)
 
 

@@ -80,6 +80,35 @@ def write_otlp(out_dir, spans) -> None:
     (out_dir / "spans.otlp.json").write_text(json.dumps(_b64_to_hex(as_dict), indent=1) + "\n")
 
 
+def setup_logs():
+    """The global LoggerProvider -> SimpleLogRecordProcessor -> in-memory exporter, for an
+    instrumentation that sends content as OTel log events."""
+    from opentelemetry import _logs
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import (
+        InMemoryLogRecordExporter,
+        SimpleLogRecordProcessor,
+    )
+
+    exporter = InMemoryLogRecordExporter()
+    provider = LoggerProvider(resource=trace.get_tracer_provider().resource)
+    provider.add_log_record_processor(SimpleLogRecordProcessor(exporter))
+    _logs.set_logger_provider(provider)
+    return provider, exporter
+
+
+def write_otlp_logs(out_dir, records) -> None:
+    """Write exactly what the OTLP log exporter would send: logs.otlp.pb and logs.otlp.json."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    out_dir = Path(out_dir)
+    req = encode_logs(list(records))  # ExportLogsServiceRequest
+    (out_dir / "logs.otlp.pb").write_bytes(req.SerializeToString())
+    as_dict = MessageToDict(req, use_integers_for_enums=True)
+    (out_dir / "logs.otlp.json").write_text(json.dumps(_b64_to_hex(as_dict), indent=1) + "\n")
+
+
 def write_expected(out_dir, expected: dict) -> None:
     Path(out_dir, "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
 

@@ -8,7 +8,8 @@ with session_id=CONV_ID); turn = one `runner.run_async` (one invocation id).
 Schema: ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN (default here: the library
 default, v2 = OTel GenAI semconv aligned; ../adk_legacy pins v1). Content on
 semconv spans needs OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY
-(set below, as a user who wants tool arguments would).
+(set below, as a user who wants tool arguments would). CAPTURE_LOGS=1 (../adk_log_events)
+also sets a global LoggerProvider and writes the log records ADK emits (logs.otlp.pb/json).
 """
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ OUT = Path(os.environ.get("CAPTURE_OUT", HERE))
 SERVICE = os.environ.get("CAPTURE_SERVICE", "tooltrail-capture-adk")
 os.environ.setdefault("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
 provider, exporter = _common.setup_tracing(SERVICE)
+LOGS = os.environ.get("CAPTURE_LOGS") == "1"
+if LOGS:
+    log_provider, log_exporter = _common.setup_logs()
 
 from google.adk.agents import LlmAgent  # noqa: E402
 from google.adk.models.base_llm import BaseLlm  # noqa: E402
@@ -174,6 +178,15 @@ if not MODEL_IDS:
         " to executions, the LLM span's gen_ai.output.messages says {name}_{j}: two id spaces."
         " span_call_id = the only id the spans carry for a call whose own id reaches none."
     )
+if LOGS:
+    log_provider.force_flush()
+    expected["content_in_logs"] = True
+    expected["notes"] += (
+        " Content capture EVENT_ONLY: no arguments or output messages on the spans; ADK emits"
+        " them as OTel log records (logs.otlp.*), which carry the span they belong to."
+    )
+    _common.write_otlp_logs(OUT, log_exporter.get_finished_logs())
+    print("log records:", len(log_exporter.get_finished_logs()))
 _common.write_otlp(OUT, exporter.get_finished_spans())
 _common.write_expected(OUT, expected)
 print("spans:", len(exporter.get_finished_spans()))

@@ -51,7 +51,7 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
                                                    "autogen_agentchat_openai")),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
-OTHERS = ("adk_legacy", "crewai_openinference_events", "langgraph_langsmith_otel",
+OTHERS = ("adk_legacy", "adk_log_events", "crewai_openinference_events", "langgraph_langsmith_otel",
           "pydantic_ai_mcp", "pydantic_ai_v2", "strands_latest", "vercel_ai")
 COLUMNS = ("sequential", "parallel", "failing tool", "no-tool turn", "second turn",
            "approval round trip")

@@ -304,3 +304,29 @@ def test_a_tool_answer_without_name_or_id_fills_the_span_it_names() -> None:
     assert [(c.name, c.call_id) for c in from_logs.calls] == [("", None)]
     assert trajectory([from_logs, extract(spans)]) == [
         [("lookup", None, {}, 42, None, 0, "ok", True)]]
+
+
+@pytest.mark.parametrize("media", ["application/x-protobuf", "application/json"])
+def test_a_capture_with_content_in_logs_is_stored_as_its_ground_truth(
+        database_url: str, media: str) -> None:
+    """ADK 2.x with content capture EVENT_ONLY (capture `adk_log_events`): its spans and its log
+    records, posted as the OTLP/HTTP exporters send them (logs first, then spans), give over
+    REST the calls the capture script made: names, the model's arguments, errors, steps, ids."""
+    folder = CAPTURES / "adk_log_events"
+    expected = json.loads((folder / "expected.json").read_text())
+    suffix = "pb" if media.endswith("protobuf") else "json"
+    with running_server(database_url) as server, server.client() as client:
+        for signal, name in (("logs", "logs"), ("traces", "spans")):
+            answer = client.post(f"/v1/{signal}", content=(folder / f"{name}.otlp.{suffix}")
+                                 .read_bytes(), headers={"content-type": media})
+            assert answer.status_code == 200, answer.text
+        turns = len(expected["turns"])
+        found = server.wait_for(
+            f"/api/v1/conversations/{expected['conversation_id']}",
+            lambda c: len(c["turns"]) == turns and all(
+                c["tool_calls"][0]["arguments"] for c in c["turns"][:2] if c["tool_calls"]))
+    keys = ("name", "arguments", "step", "call_id")
+    got = [[{**{k: c[k] for k in keys}, "error": c["error"] is not None}
+            for c in t["tool_calls"]] for t in found["turns"]]
+    assert got == [[{**{k: c[k] for k in keys}, "error": c["error"]} for c in t["calls"]]
+                   for t in expected["turns"]]
