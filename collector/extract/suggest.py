@@ -5,9 +5,11 @@ carries its arguments, that the instrumentation did not export them.
 
 A span is tool-like when its name, or an attribute's key or short value, mentions `tool`; failing
 any such span in the request, when an attribute holds a JSON object (an input). Spans a
-convention claims, model and agent spans, and every span of an instrumentation scope that also
-emitted a claimed tool span (its framework is known: its other spans are its plumbing) are never
-candidates. The entry is a guess to start from, in the format `conventions.parse` reads.
+convention claims, model and agent spans, messaging spans (OTel messaging attributes: a message's
+transport, as AutoGen's agent runtime traces each team message with it as JSON), and every span
+of an instrumentation scope that also emitted a claimed tool span (its framework is known: its
+other spans are its plumbing) are never candidates. The entry is a guess to start from, in the
+format `conventions.parse` reads.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ GENERIC_SCOPE_WORDS = frozenset({"opentelemetry", "instrumentation", "io", "com"
                                  "dev", "github", "otel"})
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
 YAML_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"})
+# OTel messaging semantic conventions: a span with one sends, receives or processes a message
+MESSAGING_KEYS = ("messaging.operation", "messaging.operation.type", "messaging.operation.name",
+                  "messaging.system")
 
 
 @dataclass(slots=True)
@@ -99,7 +104,8 @@ def _groups(views: Sequence[SpanView], claimed: set[tuple[str, str]]) -> list[_G
     weak: dict[str, _Group] = {}
     for view in views:
         if ((view.trace_id, view.span_id) in claimed or view.scope in known_scopes
-                or is_llm_span(view) or is_agent_span(view) or skipped(view) is not None):
+                or is_llm_span(view) or is_agent_span(view) or skipped(view) is not None
+                or any(key in view.attributes for key in MESSAGING_KEYS)):
             continue
         if _mentions_tool(view):
             strong.setdefault(view.scope, _Group(view.scope)).spans.append(view)

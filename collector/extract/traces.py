@@ -23,6 +23,9 @@ CONVERSATION_KEYS = (
 # (semantic-conventions-genai, docs/gen-ai/mcp.md and docs/registry/attributes/mcp.md).
 NOT_CONVERSATION_KEYS = frozenset({"mcp.session.id"})
 AGENT_OPERATIONS = frozenset({"invoke_agent", "invoke_workflow"})
+# GenAI operations that set an agent up and run nothing: a root span of one is no turn (AutoGen
+# AgentChat's agent constructor opens a `create_agent` span outside any run, a trace of its own).
+SETUP_OPERATIONS = frozenset({"create_agent"})
 AGENT_ROOT_NAMES = frozenset(
     {"Agent workflow", "Agent Workflow", "ai.generateText", "ai.streamText"}
 )
@@ -127,6 +130,8 @@ def is_agent_span(span: SpanView) -> bool:
     if span.parent_span_id is None:
         if span.name == "invocation" and span.scope == ADK_SCOPE:
             return True
+        if isinstance(operation, str) and operation in SETUP_OPERATIONS:
+            return False
         return any(key.startswith(GENAI_PREFIXES) for key in attrs)
     return False
 

@@ -46,6 +46,9 @@ FRAMEWORKS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Mastra (JS)", ("mastra_otel",)),
     ("LlamaIndex `FunctionAgent` + OpenInference", ("llamaindex_openinference",)),
     ("smolagents `ToolCallingAgent` + OpenInference", ("smolagents_openinference",)),
+    ("AutoGen AgentChat `AssistantAgent`, native", ("autogen_agentchat",
+                                                   "autogen_agentchat_team",
+                                                   "autogen_agentchat_openai")),
 )
 # Captures of releases or modes the issue does not name (older majors, other conventions).
 OTHERS = ("adk_legacy", "adk_log_events", "crewai_openinference_events", "langgraph_langsmith_otel",

@@ -38,6 +38,23 @@ def test_agent_that_called_nothing_is_still_a_turn() -> None:
     assert info.conversation_key == "conv-quiet" and info.has_agent_root
 
 
+def test_a_lone_create_agent_span_is_no_turn() -> None:
+    """GenAI `create_agent` sets an agent up and runs nothing: a trace of only that span (AutoGen
+    AgentChat's agent constructor) is no turn, while a root of another GenAI operation is one."""
+    tp, spans = capture()
+    tracer = tp.get_tracer("tests.agent")
+    with tracer.start_as_current_span("create_agent support", attributes={
+            "gen_ai.operation.name": "create_agent", "gen_ai.agent.name": "support"}):
+        pass
+    with tracer.start_as_current_span("chat model", attributes={
+            "gen_ai.operation.name": "chat", "gen_ai.request.model": "scripted"}) as chat:
+        pass
+    trace_id = agent_turn(tp, None, [ToolStep("search", {"q": "x"}, [])])
+    traces = extract(to_request(spans.get_finished_spans())).traces
+    assert sorted(t.trace_id for t in traces) == sorted(
+        [trace_id, format(chat.get_span_context().trace_id, "032x")])
+
+
 def test_without_conversation_id_the_trace_is_the_conversation() -> None:
     tp, spans = capture()
     trace_id = agent_turn(tp, None, [ToolStep("search", {"q": "x"}, [])])

@@ -41,11 +41,16 @@ def pending(names: list[str]) -> list[Any]:
 # Semantic Kernel exports no conversation id (its thread id never reaches a span): each turn
 # is a conversation of its own, keyed by its trace.
 NO_CONVERSATION_ID = {"semantic_kernel", "semantic_kernel_approval"}
+# AutoGen AgentChat has no conversation or session id at all.
+NO_CONVERSATION_ID |= {"autogen_agentchat", "autogen_agentchat_team", "autogen_agentchat_openai"}
 # Semantic Kernel writes the model's messages (its `gen_ai.choice` events) to OTel *logs*, not
 # to spans: its chat spans carry no requested calls, so only the executions are in the trace.
 # CrewAI under OpenInference (wrapper mode) has no LLM spans (the LiteLLM/OpenAI instrumentors'
 # job).
 NO_REQUESTS_IN_SPANS = {"semantic_kernel", "semantic_kernel_approval", "crewai_openinference"}
+# AutoGen's own tracing has no span for a model call (the OpenAI instrumentation of its tracing
+# guide adds one: `autogen_agentchat_openai`).
+NO_REQUESTS_IN_SPANS |= {"autogen_agentchat", "autogen_agentchat_team"}
 # Where parallel calls are neither overlapping siblings nor otherwise grouped in the tool spans,
 # steps come only from the LLM spans' requests: ADK runs sync tools one after the other, and
 # LangGraph puts each call under its own `tools` node span.
@@ -62,6 +67,9 @@ STEPS_NEED_REQUESTS |= {"llamaindex_openinference"}
 # smolagents submits a step's calls to a thread pool, but a quick tool ends before the next one
 # starts: its sibling TOOL spans need not overlap.
 STEPS_NEED_REQUESTS |= {"smolagents_openinference"}
+# AutoGen's tool spans carry no arguments: with its tracing guide's OpenAI instrumentation, only
+# the model's requests on the `openai.chat` spans do.
+ARGUMENTS_NEED_REQUESTS = {"autogen_agentchat_openai"}
 
 
 def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
@@ -73,10 +81,14 @@ def load(name: str) -> tuple[ExportTraceServiceRequest, dict[str, Any]]:
 def expected_turns(expected: dict[str, Any]) -> list[list[dict[str, Any]]]:
     """Per turn, the calls as extraction must see them. Where the capture says the model's call ids
     reach no span (`"call_ids_in_spans": false`, CrewAI + OpenInference), none can be extracted;
-    where a call's own id reaches no span, `span_call_id` is the only id the spans carry for it."""
-    keys = ("name", "arguments", "error", "step")
+    where a call's own id reaches no span, `span_call_id` is the only id the spans carry for it.
+    Where no span of the call's trace carries its arguments (`"arguments_in_turn_trace": false`:
+    AutoGen, whose tool spans have none and whose model calls have no span), each call has the
+    empty arguments extraction stores for "none given"."""
+    keys = ("name", "error", "step")
     ids = expected.get("call_ids_in_spans", True)
-    return [[{**{k: c[k] for k in keys},
+    arguments = expected.get("arguments_in_turn_trace", True)
+    return [[{**{k: c[k] for k in keys}, "arguments": c["arguments"] if arguments else {},
               "call_id": c.get("span_call_id", c["call_id"]) if ids else None,
               "status": c.get("status", "error" if c["error"] else "ok")}
              for c in turn["calls"]]
@@ -123,6 +135,8 @@ def test_trajectory_equals_ground_truth(name: str) -> None:
     assert all(c.executed == (c.status not in {"pending", "rejected", "requested"}) and c.convention
                for turn in turns for c in turn)
     assert all(t.has_agent_root for t in batch.traces)  # the no-tool turn has its root too
+    if not expected.get("results_in_turn_trace", True):  # AutoGen: no result in the turn
+        assert all(c.result is None for turn in turns for c in turn)
     keys = [t.conversation_key for t in sorted(batch.traces, key=lambda t: t.start_ns)]
     if name in NO_CONVERSATION_ID:
         assert keys == [t.trace_id for t in sorted(batch.traces, key=lambda t: t.start_ns)]
@@ -168,12 +182,14 @@ def test_otlp_json_twin_extracts_the_same(name: str) -> None:
 def test_steps_inferred_from_tool_spans_alone(name: str) -> None:
     """Without the LLM spans' requests, overlapping sibling tool spans still share a step.
     A call no tool span shows (`"tool_span": false`: requested, never executed in its turn)
-    is then not there at all."""
+    is then not there at all, and a call whose arguments only the request has has none."""
     request, expected = load(name)
     turns = turns_of(extract(request), keep_requests=False)
     got = [[{**c, "call_id": None} for c in as_expected(t)] for t in turns]
     spans = [[c.get("tool_span", True) for c in t["calls"]] for t in expected["turns"]]
-    want = [[{**c, "call_id": None} for c, shown in zip(turn, shown_in, strict=True) if shown]
+    unread = {"arguments": {}} if name in ARGUMENTS_NEED_REQUESTS else {}
+    want = [[{**c, "call_id": None, **unread} for c, shown in zip(turn, shown_in, strict=True)
+             if shown]
             for turn, shown_in in zip(expected_turns(expected), spans, strict=True)]
     by_step = [sorted(turn, key=lambda c: (c["step"], json.dumps(c, sort_keys=True)))
                for turn in got]

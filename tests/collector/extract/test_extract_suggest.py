@@ -158,12 +158,18 @@ def test_a_span_that_is_not_tool_like_is_no_candidate(tmp_path: Path) -> None:
 @pytest.mark.parametrize("capture_file", CAPTURE_FILES)
 def test_a_known_framework_is_proposed_nothing(capture_file: str) -> None:
     """Nothing to propose for a known framework; where its content went to log events (a
-    `logs.otlp.pb` beside the spans), its spans alone do lack the arguments, and say so."""
+    `logs.otlp.pb` beside the spans), or where its capture says no span of a turn carries the
+    arguments (`"arguments_in_turn_trace": false`, AutoGen), its spans lack them, and say so."""
     unmatched = file_report(CAPTURES / capture_file, ExtractOptions())["unmatched_tools"]
     content_in_logs = (CAPTURES / capture_file).with_name("logs.otlp.pb").exists()
+    expected = (CAPTURES / capture_file).with_name("expected.json")
+    exported = not expected.exists() or json.loads(expected.read_text()).get(
+        "arguments_in_turn_trace", True)
     assert unmatched["groups"] == [] and unmatched["entry"] is None
     if content_in_logs:
         assert "log events" in unmatched["no_arguments"]
+    elif not exported:
+        assert unmatched["no_arguments"].startswith("arguments: not exported")
     else:
         assert unmatched["no_arguments"] is None
 
