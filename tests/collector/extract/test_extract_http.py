@@ -16,9 +16,14 @@ from tests.server import running_server
 # The captures that frameworks were proven by (LangSmith's OTel export, LlamaIndex,
 # smolagents, AutoGen AgentChat), those present.
 CAPTURED = [name for name in ("langgraph_langsmith_otel", "llamaindex_openinference",
-                              "smolagents_openinference", "autogen_agentchat")
+                              "smolagents_openinference", "autogen_agentchat",
+                              "autogen_agentchat_openai")
             if name in FIXTURES]
 MEDIA = {"pb": "application/x-protobuf", "json": "application/json"}
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
 
 
 def rest_turns(conversation: dict[str, Any]) -> list[list[dict[str, Any]]]:
@@ -45,7 +50,7 @@ def test_each_capture_over_otlp_http_is_stored_as_its_ground_truth(
             got = [rest_turns(server.wait_for(f"/api/v1/conversations/{c['key']}",
                                               lambda c: bool(c["turns"])))[0]
                    for c in listed["data"]]
-            assert sorted(map(json.dumps, got)) == sorted(map(json.dumps, want))
+            assert sorted(map(canonical, got)) == sorted(map(canonical, want))
             return
         found = server.wait_for(f"/api/v1/conversations/{key}",
                                 lambda c: len(c["turns"]) == len(want))
