@@ -94,20 +94,30 @@ Decoder = Callable[[bytes, str, "str | None", int, str], tuple[Any, list[Rejecte
 class Reader:
     """How one signal's decoded request becomes a batch: (batch, records received)."""
 
-    read: Callable[[Any, ExtractOptions], tuple[Batch, int]]
+    # (request, options, the request serialised when the body was that, else None)
+    read: Callable[[Any, ExtractOptions, bytes | None], tuple[Batch, int]]
     noun: str  # what its records are called in answers
     error_kind: str  # the ingest_errors kind of a refused record
 
 
-def read_traces(request: ExportTraceServiceRequest, options: ExtractOptions) -> tuple[Batch, int]:
-    batch = extract_safely(request, options)
+def read_traces(request: ExportTraceServiceRequest, options: ExtractOptions,
+                raw: bytes | None = None) -> tuple[Batch, int]:
+    batch = extract_safely(request, options, raw)
     return batch, batch.span_count
+
+
+def _without_raw(read: Callable[[Any, ExtractOptions], tuple[Batch, int]]) -> Callable[
+        [Any, ExtractOptions, bytes | None], tuple[Batch, int]]:
+    def reader(request: Any, options: ExtractOptions, raw: bytes | None) -> tuple[Batch, int]:
+        return read(request, options)
+
+    return reader
 
 
 READERS = {
     "traces": Reader(read_traces, "spans", "rejected_span"),
-    "logs": Reader(read_logs, "log records", "rejected_log_record"),
-    "metrics": Reader(read_metrics, "data points", "rejected_data_point"),
+    "logs": Reader(_without_raw(read_logs), "log records", "rejected_log_record"),
+    "metrics": Reader(_without_raw(read_metrics), "data points", "rejected_data_point"),
 }
 
 
@@ -130,13 +140,14 @@ def run_pipeline(
 ) -> tuple[Prepared, int, int]:
     """Decode, read and prepare one body: (prepared batch, decoded size, records received)."""
     request, refused = pipeline.decode(body, media, encoding, pipeline.limit, signal)
-    size = request.ByteSize()
-    batch, records = READERS[signal].read(request, pipeline.options)
+    # a protobuf body that decoded whole is the serialised request: its size is the body's,
+    # and the compiled walk and the archive read it as received, not serialised again
+    whole = body if media == PROTOBUF and not refused and not compressed(encoding) else None
+    size = len(whole) if whole is not None else request.ByteSize()
+    batch, records = READERS[signal].read(request, pipeline.options, whole)
     batch = with_refused(batch, refused)
     prepared = pipeline.prepare(batch)
     if pipeline.archive is not None and signal == "traces":  # compressed here, off the writer
-        # a protobuf body that decoded whole is the serialised request: not serialised again
-        whole = body if media == PROTOBUF and not refused and not compressed(encoding) else None
         prepared = replace(prepared, archive=pipeline.archive(request, batch, whole))  # type: ignore[type-var]
     return prepared, size, records + len(refused)
 
@@ -155,11 +166,13 @@ def with_refused(batch: Batch, refused: Sequence[RejectedSpan]) -> Batch:
                    span_count=batch.span_count + len(refused))
 
 
-def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions) -> Batch:
+def extract_safely(request: ExportTraceServiceRequest, options: ExtractOptions,
+                   raw: bytes | None = None) -> Batch:
     """`extract`, and should it fail on some input, extract trace by trace so that only the
-    spans of the trace it fails on are rejected (with the reason), never the whole request."""
+    spans of the trace it fails on are rejected (with the reason), never the whole request.
+    `raw`: the request serialised, when the caller holds it (`extract`)."""
     try:
-        return extract(request, options)
+        return extract(request, options, raw)
     except Exception as first:  # extraction is pure; any failure is about this input
         log.warning("extraction failed (%s: %s); isolating traces", type(first).__name__, first)
     calls: list[Any] = []

@@ -56,7 +56,7 @@ from collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
 from collector.bench.process import ServerProcess, serve, workers
 from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter, Parser
-from collector.extract import ExtractOptions, otlp
+from collector.extract import ExtractOptions, decoding, otlp
 from collector.ingest import extract_safely
 from collector.receivers.codec import PROTOBUF, decode_body
 from collector.store.db import make_engine, migrate
@@ -323,26 +323,28 @@ PATH_ENV = {"compiled": {"TOOLTRAIL_PURE_PYTHON": "0"}, "pure": {"TOOLTRAIL_PURE
 def stages(shape: Shape, path: str, requests: int = 12) -> str:
     """CPU µs per span of decode, extract and prepare (as an ingest child runs them) on one
     walk, in this process: where the children's time goes."""
-    walk = otlp.COMPILED_WALK if path == "compiled" else otlp.pure_span_views
-    if walk is None:
+    walk, json_decoding = ((otlp.COMPILED_WALK, otlp.COMPILED_JSON) if path == "compiled"
+                           else (otlp.pure_span_views, decoding.pure_decode_json))
+    if walk is None or json_decoding is None:
         return "n/a (the compiled walk is not built)"
     factory = RequestFactory(shape)
     bodies = [factory.make()[0] for _ in range(requests)]
-    chosen, otlp.span_views = otlp.span_views, walk
+    chosen = otlp.span_views, decoding.decode_json
+    otlp.span_views, decoding.decode_json = walk, json_decoding
     spent = [0.0, 0.0, 0.0]
     try:
         for body in bodies:
             t0 = time.process_time()
             request, _ = decode_body(body, PROTOBUF, None, 1 << 30)
             t1 = time.process_time()
-            batch = extract_safely(request, ExtractOptions())
+            batch = extract_safely(request, ExtractOptions(), body)  # as run_pipeline does
             t2 = time.process_time()
             prepare(batch)
             t3 = time.process_time()
             for i, d in enumerate((t1 - t0, t2 - t1, t3 - t2)):
                 spent[i] += d
     finally:
-        otlp.span_views = chosen
+        otlp.span_views, decoding.decode_json = chosen
     spans = requests * factory.span_count
     return " / ".join(f"{d * 1e6 / spans:.1f}" for d in spent) + (
         f"; all {sum(spent) * 1e6 / spans:.1f}")

@@ -31,6 +31,9 @@ __all__ = [
 ]
 
 
-def extract(request: ExportTraceServiceRequest, options: ExtractOptions | None = None) -> Batch:
-    """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason."""
-    return analyze(request, options).batch
+def extract(request: ExportTraceServiceRequest, options: ExtractOptions | None = None,
+            raw: bytes | None = None) -> Batch:
+    """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason.
+    `raw`: the request serialised, when the caller holds it (a protobuf body that parsed
+    whole): the compiled walk reads it instead of serialising the request again."""
+    return analyze(request, options, raw=raw).batch

@@ -1,13 +1,18 @@
 /* The resource -> scope -> span walk of collector/extract/otlp.py over the protobuf wire
- * format of a serialised ExportTraceServiceRequest, producing the same SpanView objects
+ * format of an ExportTraceServiceRequest (the body as received, when it parsed whole, or the
+ * request serialised again), producing the same SpanView objects
  * (and RejectedSpan for invalid spans) as the pure walk. Invariants kept equal to the pure
  * path: a span is validated before anything else of it is decoded (so a rejected span notes
  * nothing), a resource is decoded once, when its first span is met; text with NUL goes
  * through the Python `clean_text`, non-finite doubles through `non_finite`, and the notes
- * (duplicate key, too deep) through `note`. Malformed input raises ValueError: the caller
+ * (duplicate key, too deep) through `note`. Bytes as received may repeat a singular field,
+ * send a field with another wire type, or carry unknown fields: each is read as the protobuf
+ * parser reads it (the last scalar wins, a repeated message is merged, a field of another wire
+ * type is unknown, unknown fields are skipped). Malformed input raises ValueError: the caller
  * then takes the pure walk. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -17,6 +22,59 @@
 
 static PyObject *SpanView, *Event, *Rejected, *clean_text, *non_finite, *note;
 static PyObject *TOO_DEEP, *DUPLICATE_KEY, *empty_str;
+
+/* SpanView and Event are slotted dataclasses whose __init__ only stores its arguments: an
+ * instance is made by filling its slots (in __slots__ order, the fields' order) directly,
+ * which is what calling the class does, without a Python-level call. `made` falls back to
+ * the call when a class is not laid out so (`offsets` found at configure). */
+#define MAX_SLOTS 16
+typedef struct {
+    PyObject *type;
+    Py_ssize_t n, offsets[MAX_SLOTS];
+    int direct;
+} Maker;
+static Maker span_maker, event_maker;
+
+static int slots_of(Maker *m, PyObject *type, Py_ssize_t n) {
+    m->type = type;
+    m->n = n;
+    m->direct = 0;
+    if (!PyType_Check(type) || n > MAX_SLOTS) return 0;
+    PyObject *slots = PyObject_GetAttrString(type, "__slots__");
+    if (slots == NULL) { PyErr_Clear(); return 0; }
+    PyObject *names = PySequence_Tuple(slots);
+    Py_DECREF(slots);
+    if (names == NULL) { PyErr_Clear(); return 0; }
+    int ok = PyTuple_GET_SIZE(names) == n
+             && ((PyTypeObject *)type)->tp_init != NULL
+             && ((PyTypeObject *)type)->tp_new == PyBaseObject_Type.tp_new
+             && !PyObject_HasAttrString(type, "__post_init__");
+    PyObject *dict = ((PyTypeObject *)type)->tp_dict;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        PyObject *d = PyDict_GetItemWithError(dict, PyTuple_GET_ITEM(names, i));
+        if (d == NULL || Py_TYPE(d) != &PyMemberDescr_Type) { ok = 0; break; }
+        PyMemberDef *def = ((PyMemberDescrObject *)d)->d_member;
+        if (def->type != T_OBJECT_EX || (def->flags & READONLY)) { ok = 0; break; }
+        m->offsets[i] = def->offset;
+    }
+    Py_DECREF(names);
+    PyErr_Clear();
+    m->direct = ok;
+    return 0;
+}
+
+/* An instance from its n field values (references borrowed, as for a call). */
+static PyObject *made(Maker *m, PyObject *const *values) {
+    if (!m->direct) return PyObject_Vectorcall(m->type, values, (size_t)m->n, NULL);
+    PyTypeObject *tp = (PyTypeObject *)m->type;
+    PyObject *obj = tp->tp_alloc(tp, 0);
+    if (obj == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < m->n; i++) {
+        Py_INCREF(values[i]);
+        *(PyObject **)((char *)obj + m->offsets[i]) = values[i];
+    }
+    return obj;
+}
 
 typedef struct {
     const uint8_t *p, *end;
@@ -87,7 +145,7 @@ static int next(Cursor *c, Field *f) {
 }
 
 static int skip_group(Cursor *c, uint32_t field, int depth) {
-    if (depth > 64) return malformed();
+    if (depth > 200) return malformed();  /* past the parser's own depth limit */
     Field f;
     for (;;) {
         if (c->p >= c->end) return malformed();
@@ -137,42 +195,97 @@ static int call_note(PyObject *kind) {
 }
 
 static PyObject *any_value(const uint8_t *data, Py_ssize_t len, int depth);
+static PyObject *any_member(const Field *member, int kind, int depth);
 
 /* One KeyValue: its key (cleaned when `clean`) and value; 0 or -1. */
+/* The occurrences of length-delimited `field` in data[from:len] joined: a singular message
+ * field sent more than once is, as the protobuf parser reads it, the merge of its
+ * occurrences, which is the parse of their concatenation. A buffer to PyMem_Free, or NULL
+ * with an exception set. */
+static uint8_t *joined(const uint8_t *data, Py_ssize_t len, const uint8_t *from, uint32_t field,
+                       Py_ssize_t *out_len) {
+    Cursor c = {from, data + len};
+    Field f;
+    Py_ssize_t total = 0;
+    int r;
+    while ((r = next(&c, &f)) > 0)
+        if (f.field == field && f.wt == 2) total += f.len;
+    if (r < 0) return NULL;
+    uint8_t *buf = PyMem_Malloc(total ? (size_t)total : 1);
+    if (buf == NULL) { PyErr_NoMemory(); return NULL; }
+    Cursor d = {from, data + len};
+    Py_ssize_t at = 0;
+    while (next(&d, &f) > 0)
+        if (f.field == field && f.wt == 2) { memcpy(buf + at, f.data, (size_t)f.len); at += f.len; }
+    *out_len = total;
+    return buf;
+}
+
 static int key_value(const uint8_t *data, Py_ssize_t len, int depth, int clean,
                      PyObject **key, PyObject **value) {
     Cursor c = {data, data + len};
     Field f;
     const uint8_t *k = NULL, *v = NULL;
     Py_ssize_t klen = 0, vlen = 0;
-    int r;
+    int r, values = 0;
     while ((r = next(&c, &f)) > 0) {
         if (f.wt != 2) continue;
         if (f.field == 1) { k = f.data; klen = f.len; }
-        else if (f.field == 2) { v = f.data; vlen = f.len; }
+        else if (f.field == 2) { v = f.data; vlen = f.len; values++; }
     }
     if (r < 0) return -1;
     *key = text(k, klen, clean);
     if (*key == NULL) return -1;
     if (v == NULL) { Py_INCREF(Py_None); *value = Py_None; return 0; }
-    *value = any_value(v, vlen, depth);
+    if (values == 1) *value = any_value(v, vlen, depth);
+    else {  /* the value sent more than once: merged */
+        Py_ssize_t n = 0;
+        uint8_t *buf = joined(data, len, data, 2, &n);
+        *value = buf == NULL ? NULL : any_value(buf, n, depth);
+        PyMem_Free(buf);
+    }
     if (*value == NULL) { Py_CLEAR(*key); return -1; }
     return 0;
 }
 
+/* An AnyValue as the parser reads it: the last member of its oneof wins, a member sent with
+ * another wire type than its own is an unknown field (ignored), and a message member (array,
+ * kvlist) sent again after itself is merged into it; one of another kind in between replaces
+ * it. */
 static PyObject *any_value(const uint8_t *data, Py_ssize_t len, int depth) {
     Cursor c = {data, data + len};
     Field f, last = {0};
-    int kind = 0, r;
+    int kind = 0, r, runs = 0;
+    const uint8_t *run = data, *before = c.p;  /* where the last member's run began */
     while ((r = next(&c, &f)) > 0) {
         if (f.field >= 1 && f.field <= 7) {
             int want = (f.field == 2 || f.field == 3) ? 0 : (f.field == 4 ? 1 : 2);
-            if ((int)f.wt != want) return malformed(), NULL;
-            kind = (int)f.field;
-            last = f;
+            if ((int)f.wt == want) {
+                if ((int)f.field != kind) { runs = 0; run = before; }
+                kind = (int)f.field;
+                last = f;
+                runs++;
+            }
         }
+        before = c.p;
     }
     if (r < 0) return NULL;
+    if (runs > 1 && (kind == 5 || kind == 6)) {
+        Py_ssize_t n = 0;
+        uint8_t *buf = joined(data, len, run, (uint32_t)kind, &n);
+        if (buf == NULL) return NULL;
+        last.data = buf;
+        last.len = n;
+        PyObject *out = any_member(&last, kind, depth);
+        PyMem_Free(buf);
+        return out;
+    }
+    return any_member(&last, kind, depth);
+}
+
+static PyObject *any_member(const Field *member, int kind, int depth) {
+    Field last = *member, f;
+    int r;
     switch (kind) {
     case 0: Py_RETURN_NONE;
     case 1: return text(last.data, last.len, 1);
@@ -273,7 +386,7 @@ static PyObject *events(const uint8_t *data, Py_ssize_t len) {
         if (args[0] && args[1] && args[2]
             && add_attributes(args[2], f.data, f.len, 3, &count) == 0
             && noted_duplicates(args[2], count) == 0)
-            event = PyObject_Vectorcall(Event, args, 3, NULL);
+            event = made(&event_maker, args);
         Py_XDECREF(args[0]); Py_XDECREF(args[1]); Py_XDECREF(args[2]);
         if (event == NULL) goto fail;
         if (PyList_Append(list, event) < 0) { Py_DECREF(event); goto fail; }
@@ -386,7 +499,7 @@ static PyObject *span(const uint8_t *data, Py_ssize_t len, PyObject *resource, P
     if (has_events) a[11] = events(data, len);
     else a[11] = PyTuple_New(0);
     if (a[11] == NULL) goto done;
-    view = PyObject_Vectorcall(SpanView, a, 12, NULL);
+    view = made(&span_maker, a);
     if (view != NULL) pair = PyTuple_Pack(2, view, raw_name);
 done:
     for (int i = 0; i < 12; i++) Py_XDECREF(a[i]);
@@ -471,6 +584,318 @@ fail:
     return NULL;
 }
 
+
+/* ---- JSON text, as collector.extract.decoding's decoder reads it ----
+ * `loads(text, fallback)` is `_DECODER.decode(text)` with its hooks: the grammar of Python's
+ * json module (strict: no control characters in strings; NaN, Infinity and -Infinity
+ * accepted; an exponent or fraction without digits is not part of the number), each
+ * conversion noted with the whole text as its source, as the hooks note them: a non-finite
+ * constant or a float literal past a double's range becomes its literal text (NON_FINITE), an
+ * integer outside [-2**63, 2**64) its decimal text (BIG_INT), an object repeating a key keeps
+ * the last value at the first key's place (DUPLICATE_KEY, noted once the object is closed).
+ * Not JSON raises ValueError. Text that is not UTF-8-encodable (a lone surrogate) is
+ * `fallback(text)`: the pure decoder. */
+static PyObject *NON_FINITE, *BIG_INT, *JSONDecodeError, *int_low, *int_high;
+
+typedef struct {
+    const char *s, *p, *end;
+    PyObject *source;
+} Json;
+
+static PyObject *json_value(Json *j);
+
+/* json.JSONDecodeError, as the pure decoder raises (its position counts UTF-8 bytes) */
+static PyObject *json_error(Json *j, const char *what) {
+    PyObject *exc = PyObject_CallFunction(JSONDecodeError, "sOn", what, j->source,
+                                          (Py_ssize_t)(j->p - j->s));
+    if (exc != NULL) {
+        PyErr_SetObject(JSONDecodeError, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+static void json_ws(Json *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static int json_note(Json *j, PyObject *kind) {
+    PyObject *r = PyObject_CallFunctionObjArgs(note, kind, j->source, NULL);
+    if (r == NULL) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static int hex4(const char *p, Py_UCS4 *out) {
+    Py_UCS4 v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (Py_UCS4)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (Py_UCS4)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (Py_UCS4)(c - 'A' + 10);
+        else return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* UTF-8 of one code point; a surrogate as the 3 bytes "surrogatepass" decodes back to it */
+static int put_utf8(char *out, Py_UCS4 c) {
+    if (c < 0x80) { out[0] = (char)c; return 1; }
+    if (c < 0x800) { out[0] = (char)(0xc0 | (c >> 6)); out[1] = (char)(0x80 | (c & 0x3f)); return 2; }
+    if (c < 0x10000) {
+        out[0] = (char)(0xe0 | (c >> 12)); out[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        out[2] = (char)(0x80 | (c & 0x3f)); return 3;
+    }
+    out[0] = (char)(0xf0 | (c >> 18)); out[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3f)); out[3] = (char)(0x80 | (c & 0x3f)); return 4;
+}
+
+/* j->p just past the opening quote */
+static PyObject *json_string(Json *j) {
+    const char *start = j->p;
+    int escaped = 0;
+    while (j->p < j->end && *j->p != '"') {
+        unsigned char c = (unsigned char)*j->p;
+        if (c < 0x20) return json_error(j, "Invalid control character");
+        if (c == '\\') {
+            escaped = 1;
+            j->p++;
+            if (j->p >= j->end) break;
+        }
+        j->p++;
+    }
+    if (j->p >= j->end) return json_error(j, "Unterminated string");
+    const char *stop = j->p++;
+    if (!escaped) return PyUnicode_DecodeUTF8(start, stop - start, "strict");
+    /* escapes only shrink the text: the decoded bytes fit in its length */
+    char *buf = PyMem_Malloc((size_t)(stop - start) + 1);
+    if (buf == NULL) return PyErr_NoMemory();
+    Py_ssize_t n = 0;
+    for (const char *q = start; q < stop;) {
+        if (*q != '\\') { buf[n++] = *q++; continue; }
+        char e = q[1];
+        q += 2;
+        switch (e) {
+        case '"': buf[n++] = '"'; break;
+        case '\\': buf[n++] = '\\'; break;
+        case '/': buf[n++] = '/'; break;
+        case 'b': buf[n++] = '\b'; break;
+        case 'f': buf[n++] = '\f'; break;
+        case 'n': buf[n++] = '\n'; break;
+        case 'r': buf[n++] = '\r'; break;
+        case 't': buf[n++] = '\t'; break;
+        case 'u': {
+            Py_UCS4 c, c2;
+            if (stop - q < 4 || hex4(q, &c) < 0) {
+                PyMem_Free(buf);
+                j->p = q;
+                return json_error(j, "Invalid \\uXXXX escape");
+            }
+            q += 4;
+            /* a high surrogate escape followed by a low one is one character, as Python's
+             * scanner joins them (it reads the second only when 6 more characters follow) */
+            if (c >= 0xd800 && c <= 0xdbff && stop - q >= 6 && q[0] == '\\' && q[1] == 'u') {
+                if (hex4(q + 2, &c2) < 0) {
+                    PyMem_Free(buf);
+                    j->p = q;
+                    return json_error(j, "Invalid \\uXXXX escape");
+                }
+                if (c2 >= 0xdc00 && c2 <= 0xdfff) {
+                    c = 0x10000 + ((c - 0xd800) << 10) + (c2 - 0xdc00);
+                    q += 6;
+                }
+            }
+            n += put_utf8(buf + n, c);
+            break;
+        }
+        default:
+            PyMem_Free(buf);
+            j->p = q - 1;
+            return json_error(j, "Invalid \\escape");
+        }
+    }
+    PyObject *out = PyUnicode_DecodeUTF8(buf, n, "surrogatepass");
+    PyMem_Free(buf);
+    return out;
+}
+
+static PyObject *json_number(Json *j) {
+    const char *start = j->p, *q = j->p;
+    int is_float = 0;
+    if (q < j->end && *q == '-') q++;
+    if (q < j->end && *q == '0') q++;
+    else if (q < j->end && *q >= '1' && *q <= '9') {
+        while (q < j->end && *q >= '0' && *q <= '9') q++;
+    } else return json_error(j, "Expecting value");
+    if (q + 1 < j->end && *q == '.' && q[1] >= '0' && q[1] <= '9') {
+        q += 2;
+        while (q < j->end && *q >= '0' && *q <= '9') q++;
+        is_float = 1;
+    }
+    if (q < j->end && (*q == 'e' || *q == 'E')) {
+        const char *e = q + 1;
+        if (e < j->end && (*e == '-' || *e == '+')) e++;
+        if (e < j->end && *e >= '0' && *e <= '9') {
+            while (e < j->end && *e >= '0' && *e <= '9') e++;
+            q = e;
+            is_float = 1;
+        }
+    }
+    j->p = q;
+    Py_ssize_t n = q - start;
+    char small[32];
+    char *lit = n < (Py_ssize_t)sizeof small ? small : PyMem_Malloc((size_t)n + 1);
+    if (lit == NULL) return PyErr_NoMemory();
+    memcpy(lit, start, (size_t)n);
+    lit[n] = 0;
+    PyObject *out = NULL;
+    if (is_float) {
+        double d = PyOS_string_to_double(lit, NULL, NULL);
+        if (d == -1.0 && PyErr_Occurred()) goto done;
+        if (isfinite(d)) out = PyFloat_FromDouble(d);
+        else if (json_note(j, NON_FINITE) == 0) out = PyUnicode_FromStringAndSize(lit, n);
+        goto done;
+    }
+    if (n <= 18) {  /* fits a long long: inside the range */
+        out = PyLong_FromLongLong(strtoll(lit, NULL, 10));
+        goto done;
+    }
+    out = PyLong_FromString(lit, NULL, 10);
+    if (out == NULL) goto done;
+    int low = PyObject_RichCompareBool(out, int_low, Py_GE);
+    int high = low == 1 ? PyObject_RichCompareBool(out, int_high, Py_LT) : 0;
+    if (low < 0 || high < 0) { Py_CLEAR(out); goto done; }
+    if (!(low && high)) {
+        Py_CLEAR(out);
+        if (json_note(j, BIG_INT) == 0) out = PyUnicode_FromStringAndSize(lit, n);
+    }
+done:
+    if (lit != small) PyMem_Free(lit);
+    return out;
+}
+
+static int json_word(Json *j, const char *word) {
+    size_t n = strlen(word);
+    if ((size_t)(j->end - j->p) >= n && memcmp(j->p, word, n) == 0) { j->p += n; return 1; }
+    return 0;
+}
+
+static PyObject *json_constant(Json *j, const char *name) {
+    if (json_note(j, NON_FINITE) < 0) return NULL;
+    return PyUnicode_FromString(name);
+}
+
+static PyObject *json_array(Json *j) {
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    json_ws(j);
+    if (j->p < j->end && *j->p == ']') { j->p++; return list; }
+    for (;;) {
+        PyObject *item = json_value(j);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item); Py_DECREF(list); return NULL;
+        }
+        Py_DECREF(item);
+        json_ws(j);
+        if (j->p < j->end && *j->p == ']') { j->p++; return list; }
+        if (j->p >= j->end || *j->p != ',') {
+            Py_DECREF(list); return json_error(j, "Expecting ',' delimiter");
+        }
+        j->p++;
+        json_ws(j);
+    }
+}
+
+static PyObject *json_object(Json *j) {
+    PyObject *dict = PyDict_New();
+    Py_ssize_t count = 0;
+    if (dict == NULL) return NULL;
+    json_ws(j);
+    if (j->p < j->end && *j->p == '}') { j->p++; return dict; }
+    for (;;) {
+        if (j->p >= j->end || *j->p != '"') {
+            Py_DECREF(dict);
+            return json_error(j, "Expecting property name enclosed in double quotes");
+        }
+        j->p++;
+        PyObject *key = json_string(j);
+        if (key == NULL) { Py_DECREF(dict); return NULL; }
+        json_ws(j);
+        if (j->p >= j->end || *j->p != ':') {
+            Py_DECREF(key); Py_DECREF(dict); return json_error(j, "Expecting ':' delimiter");
+        }
+        j->p++;
+        json_ws(j);
+        PyObject *value = json_value(j);
+        if (value == NULL) { Py_DECREF(key); Py_DECREF(dict); return NULL; }
+        int err = PyDict_SetItem(dict, key, value);
+        Py_DECREF(key); Py_DECREF(value);
+        if (err < 0) { Py_DECREF(dict); return NULL; }
+        count++;
+        json_ws(j);
+        if (j->p < j->end && *j->p == '}') { j->p++; break; }
+        if (j->p >= j->end || *j->p != ',') {
+            Py_DECREF(dict); return json_error(j, "Expecting ',' delimiter");
+        }
+        j->p++;
+        json_ws(j);
+    }
+    if (PyDict_GET_SIZE(dict) != count && json_note(j, DUPLICATE_KEY) < 0) {
+        Py_DECREF(dict); return NULL;
+    }
+    return dict;
+}
+
+static PyObject *json_value(Json *j) {
+    if (j->p >= j->end) return json_error(j, "Expecting value");
+    PyObject *out;
+    switch (*j->p) {
+    case '"': j->p++; return json_string(j);
+    case '{':
+    case '[':
+        if (Py_EnterRecursiveCall(" while decoding a JSON document")) return NULL;
+        j->p++;
+        out = j->p[-1] == '{' ? json_object(j) : json_array(j);
+        Py_LeaveRecursiveCall();
+        return out;
+    case 'n': if (json_word(j, "null")) Py_RETURN_NONE; break;
+    case 't': if (json_word(j, "true")) Py_RETURN_TRUE; break;
+    case 'f': if (json_word(j, "false")) Py_RETURN_FALSE; break;
+    case 'N': if (json_word(j, "NaN")) return json_constant(j, "NaN"); break;
+    case 'I': if (json_word(j, "Infinity")) return json_constant(j, "Infinity"); break;
+    case '-':
+        if (json_word(j, "-Infinity")) return json_constant(j, "-Infinity");
+        return json_number(j);
+    default:
+        if (*j->p >= '0' && *j->p <= '9') return json_number(j);
+    }
+    return json_error(j, "Expecting value");
+}
+
+static PyObject *loads(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "loads(text: str, fallback)");
+        return NULL;
+    }
+    Py_ssize_t n;
+    const char *s = PyUnicode_AsUTF8AndSize(args[0], &n);
+    if (s == NULL) {  /* a lone surrogate: not UTF-8, the pure decoder reads it */
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return NULL;
+        PyErr_Clear();
+        return PyObject_CallOneArg(args[1], args[0]);
+    }
+    Json j = {s, s, s + n, args[0]};
+    json_ws(&j);
+    PyObject *out = json_value(&j);
+    if (out == NULL) return NULL;
+    json_ws(&j);
+    if (j.p != j.end) { Py_DECREF(out); return json_error(&j, "Extra data"); }
+    return out;
+}
+
 static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject *o[8];
     if (!PyArg_UnpackTuple(args, "configure", 8, 8, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5],
@@ -479,6 +904,22 @@ static PyObject *configure(PyObject *self, PyObject *args) {
     PyObject **slots[8] = {&SpanView, &Event, &Rejected, &clean_text, &non_finite, &note,
                            &TOO_DEEP, &DUPLICATE_KEY};
     for (int i = 0; i < 8; i++) { Py_INCREF(o[i]); Py_XSETREF(*slots[i], o[i]); }
+    slots_of(&span_maker, SpanView, 12);
+    slots_of(&event_maker, Event, 3);
+    Py_RETURN_NONE;
+}
+
+static PyObject *configure_json(PyObject *self, PyObject *args) {
+    PyObject *o[5];
+    if (!PyArg_UnpackTuple(args, "configure_json", 5, 5, &o[0], &o[1], &o[2], &o[3], &o[4]))
+        return NULL;
+    PyObject **slots[5] = {&NON_FINITE, &BIG_INT, &DUPLICATE_KEY, &note, &JSONDecodeError};
+    for (int i = 0; i < 5; i++) { Py_INCREF(o[i]); Py_XSETREF(*slots[i], o[i]); }
+    if (int_low == NULL) {
+        int_low = PyLong_FromString("-9223372036854775808", NULL, 10);
+        int_high = PyLong_FromString("18446744073709551616", NULL, 10);
+        if (int_low == NULL || int_high == NULL) return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -486,6 +927,10 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP, "
      "DUPLICATE_KEY)"},
+    {"configure_json", configure_json, METH_VARARGS,
+     "configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, JSONDecodeError)"},
+    {"loads", (PyCFunction)(void (*)(void))loads, METH_FASTCALL,
+     "loads(text, fallback) -> the JSON value, as collector.extract.decoding decodes it"},
     {"views", views, METH_O,
      "views(serialised ExportTraceServiceRequest) -> [(SpanView, raw name) | (None, RejectedSpan)]"},
     {NULL, NULL, 0, NULL},

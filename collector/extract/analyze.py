@@ -74,15 +74,16 @@ class Analysis:
 
 def analyze(
     request: ExportTraceServiceRequest, options: ExtractOptions | None = None,
-    *, explain: bool = False,
+    *, explain: bool = False, raw: bytes | None = None,
 ) -> Analysis:
-    """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason."""
+    """Turn one OTLP request into a Batch. Bad spans are rejected alone, with a reason.
+    `raw`: the request serialised, when the caller holds it (`otlp.span_views`)."""
     options = options or ExtractOptions()
     rejected: list[RejectedSpan] = []
     views: list[tuple[SpanView, tuple[str, str] | None]] = []  # a span, its conversation key
     find_key = KeyFinder(options.keys())
     with noting() as lossy:
-        items = otlp.span_views(request)
+        items = otlp.span_views(request, raw)
         count = len(items)
         # SpanItem pairs (view, name as sent) or (None, RejectedSpan): mypy does not narrow
         # the second member by the first

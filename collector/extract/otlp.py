@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -11,7 +12,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+from collector.extract import decoding
+from collector.extract.decoding import (
+    BIG_INT,
+    DUPLICATE_KEY,
+    INVALID_TEXT,
+    NON_FINITE,
+    TOO_DEEP,
+    non_finite,
+    note,
+)
 from collector.model import RejectedSpan, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
@@ -193,20 +203,27 @@ def iter_spans(request: ExportTraceServiceRequest) -> Iterator[tuple[Span, dict[
 SpanItem = tuple[SpanView, str] | tuple[None, RejectedSpan]
 
 
-def pure_span_views(request: ExportTraceServiceRequest) -> list[SpanItem]:
-    """The reference: every span of the request (`iter_spans`) decoded by `span_view`."""
+def pure_span_views(request: ExportTraceServiceRequest, raw: bytes | None = None) -> list[
+        SpanItem]:
+    """The reference: every span of the request (`iter_spans`) decoded by `span_view`. `raw`
+    (the request serialised, when the caller holds it) is not needed here."""
     out: list[SpanItem] = []
-    for raw, resource, scope in iter_spans(request):
+    for span, resource, scope in iter_spans(request):
         try:
-            out.append((span_view(raw, resource, scope), raw.name))
+            out.append((span_view(span, resource, scope), span.name))
         except BadSpan as exc:
-            out.append((None, RejectedSpan(raw.trace_id.hex(), raw.span_id.hex(), raw.name,
+            out.append((None, RejectedSpan(span.trace_id.hex(), span.span_id.hex(), span.name,
                                            str(exc))))
     return out
 
 
-def _compiled() -> Callable[[ExportTraceServiceRequest], list[SpanItem]] | None:
-    """The same walk over the request's wire format in C (`_wire.c`), when it was built and
+# (request, the request serialised or None) -> its span items
+SpanViews = Callable[[ExportTraceServiceRequest, bytes | None], list[SpanItem]]
+
+
+def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
+    """The same walk over the request's wire format in C (`_wire.c`), and the same JSON
+    decoding of attribute values (`decoding.pure_decode_json`), when it was built and
     `TOOLTRAIL_PURE_PYTHON` is not `1`."""
     if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
         return None
@@ -216,27 +233,38 @@ def _compiled() -> Callable[[ExportTraceServiceRequest], list[SpanItem]] | None:
         return None
     _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
                     DUPLICATE_KEY)
-    views = _wire.views
+    _wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
+    views, loads, pure = _wire.views, _wire.loads, decoding.pure_decode_json
 
-    def compiled_span_views(request: ExportTraceServiceRequest) -> list[SpanItem]:
+    def compiled_decode_json(text: str) -> Any:
+        return loads(text, pure)  # text a lone surrogate keeps from UTF-8: `pure`
+
+    def compiled_span_views(request: ExportTraceServiceRequest,
+                            raw: bytes | None = None) -> list[SpanItem]:
+        """`raw` is the request serialised when the caller holds it (a protobuf body that
+        parsed whole into `request`): walked as received, not serialised again."""
         try:
-            return views(request.SerializeToString())  # type: ignore[no-any-return]
+            return views(request.SerializeToString() if raw is None else raw)  # type: ignore[no-any-return]
         except ValueError:  # not the wire format it walks (cannot happen after a parse)
             return pure_span_views(request)
 
-    return compiled_span_views
+    return compiled_span_views, compiled_decode_json
 
 
-COMPILED_WALK = _compiled()
-# chosen once, at import: extraction calls `span_views` (`compiled_walk()` says which runs)
-span_views: Callable[[ExportTraceServiceRequest], list[SpanItem]] = (
-    COMPILED_WALK or pure_span_views)
+_COMPILED = _compiled()
+COMPILED_WALK, COMPILED_JSON = _COMPILED if _COMPILED is not None else (None, None)
+# chosen once, at import: extraction calls `span_views` and `decoding.decode_json`
+# (`walk_description()` says which run); tests switch both together
+span_views: SpanViews = COMPILED_WALK or pure_span_views
+if COMPILED_JSON is not None:
+    decoding.decode_json = COMPILED_JSON
 
 
 def walk_description() -> str:
     """One line saying which walk extraction runs, for `serve`'s log."""
     if COMPILED_WALK is not None:
-        return "extraction walks OTLP with the compiled walk (collector.extract._wire)"
+        return ("extraction walks OTLP and decodes attribute JSON with the compiled walk "
+                "(collector.extract._wire)")
     why = ("TOOLTRAIL_PURE_PYTHON=1" if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1"
            else "the C extension was not built")
     return f"extraction walks OTLP in pure Python, slower ({why})"

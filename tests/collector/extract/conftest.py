@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.extract import otlp
+from collector.extract import decoding, otlp
 
-WALKS = {"pure": otlp.pure_span_views}
+# each walk: (the span walk, the JSON decoding of attribute values), switched together
+WALKS: dict[str, tuple[object, object]] = {
+    "pure": (otlp.pure_span_views, decoding.pure_decode_json)}
 if otlp.COMPILED_WALK is not None:
-    WALKS["compiled"] = otlp.COMPILED_WALK
+    WALKS["compiled"] = (otlp.COMPILED_WALK, otlp.COMPILED_JSON)
 
 
 @pytest.fixture(autouse=True, params=sorted(WALKS))
@@ -22,5 +24,7 @@ def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     if "server" in request.fixturenames and request.param != sorted(WALKS)[0]:
         # a server subprocess walks as its environment says; its state is shared per module
         pytest.skip("the server process chooses its walk itself")
-    monkeypatch.setattr(otlp, "span_views", WALKS[request.param])
+    views, decode_json = WALKS[request.param]
+    monkeypatch.setattr(otlp, "span_views", views)
+    monkeypatch.setattr(decoding, "decode_json", decode_json)
     yield request.param
