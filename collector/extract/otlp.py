@@ -227,13 +227,18 @@ def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
     `TOOLTRAIL_PURE_PYTHON` is not `1`."""
     if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
         return None
+    global _STALE
     try:
         from collector.extract import _wire  # type: ignore[attr-defined]
     except ImportError:
         return None
-    _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
-                    DUPLICATE_KEY)
-    _wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
+    try:
+        _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
+                        DUPLICATE_KEY)
+        _wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
+    except (AttributeError, TypeError):  # built from an older `_wire.c` (an editable install
+        _STALE = True  # not rebuilt since): the reference walk, never a half-configured one
+        return None
     views, loads, pure = _wire.views, _wire.loads, decoding.pure_decode_json
 
     def compiled_decode_json(text: str) -> Any:
@@ -251,6 +256,7 @@ def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
     return compiled_span_views, compiled_decode_json
 
 
+_STALE = False  # an extension was found but is older than this source
 _COMPILED = _compiled()
 COMPILED_WALK, COMPILED_JSON = _COMPILED if _COMPILED is not None else (None, None)
 # chosen once, at import: extraction calls `span_views` and `decoding.decode_json`
@@ -266,5 +272,6 @@ def walk_description() -> str:
         return ("extraction walks OTLP and decodes attribute JSON with the compiled walk "
                 "(collector.extract._wire)")
     why = ("TOOLTRAIL_PURE_PYTHON=1" if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1"
+           else "the C extension is older than its source: reinstall to rebuild it" if _STALE
            else "the C extension was not built")
     return f"extraction walks OTLP in pure Python, slower ({why})"

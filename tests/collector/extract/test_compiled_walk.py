@@ -50,6 +50,23 @@ def test_ci_runs_the_compiled_walk() -> None:
     assert decoding.decode_json is otlp.COMPILED_JSON
 
 
+def test_an_extension_older_than_its_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable install not rebuilt since `_wire.c` changed: its module lacks what the
+    source configures. The reference walk runs, and the log line says to rebuild."""
+    import sys
+    import types
+
+    stale = types.ModuleType("collector.extract._wire")
+    stale.configure = lambda *args: None  # type: ignore[attr-defined]  # no configure_json
+    monkeypatch.setitem(sys.modules, "collector.extract._wire", stale)
+    monkeypatch.setattr(sys.modules["collector.extract"], "_wire", stale, raising=False)
+    monkeypatch.delenv("TOOLTRAIL_PURE_PYTHON", raising=False)
+    monkeypatch.setattr(otlp, "_STALE", False)
+    assert otlp._compiled() is None and otlp._STALE
+    monkeypatch.setattr(otlp, "COMPILED_WALK", None)
+    assert "older than its source" in otlp.walk_description()
+
+
 def _outcome(request: ExportTraceServiceRequest, options: ExtractOptions,
              raw: bytes | None) -> str:
     """`corpus.outcome`, with the request's bytes as received handed on (`extract`'s raw)."""
