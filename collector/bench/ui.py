@@ -33,7 +33,7 @@ from collector.bench.seed import conversation_batch, seed
 from collector.bench.traffic import RequestFactory, Shape
 from collector.clihelp import HelpFormatter, Parser
 from collector.production import signals
-from collector.store import leases
+from collector.store import leases, maintenance
 from collector.store.db import make_engine, migrate
 from collector.store.persist import write_batches
 from collector.store.tables import conversations
@@ -75,6 +75,8 @@ def prepare(url: str, count: int, calls: int) -> str:
             signals.record(conn, leases.conversation_facts(conn, ids[at:at + 500]))
     with engine.begin() as conn:
         conn.execute(text("UPDATE conversations SET scored_seq = change_seq"))  # settled
+    with engine.begin() as conn:  # the statistics a worker's maintenance round would gather
+        maintenance.refresh_statistics(conn)
     engine.dispose()
     print(f"  stored {count:,} conversations of {calls} calls ({' and '.join(VERSIONS)}) in "
           f"{took:.1f} s, their signals in {time.perf_counter() - started:.1f} s, and one of "
@@ -161,6 +163,8 @@ def pages(big: str, content: str, plain: str) -> dict[str, str]:
         "expectation: ui-bench-newest, hourly": "/ui/expectations/ui-bench-newest?bucket=1h",
         "compare: v1 / v2, 50 pairs":
             f"/ui/compare?service={SERVICE}&baseline={VERSIONS[0]}&candidate={VERSIONS[1]}",
+        "compare: v1 / a version with no turns":
+            f"/ui/compare?service={SERVICE}&baseline={VERSIONS[0]}&candidate=v0",
         "signals": f"/ui/signals?service={SERVICE}",
         "errors": "/ui/errors",
         "jobs": "/ui/jobs",

@@ -33,9 +33,9 @@ def folds(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
 
 
-# libyaml's emitter where PyYAML was built with it: the pure-Python one costs several times
-# as much for a long golden expectation. The same YAML, except that libyaml escapes characters
-# outside the Basic Multilingual Plane ("\U0001F600"), which load back the same.
+# libyaml's emitter where PyYAML was built with it: the pure-Python one was most of a long
+# golden expectation's page (README, "Measured"). The same YAML, except that libyaml escapes
+# characters outside the Basic Multilingual Plane ("\U0001F600"), which load back the same.
 DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -64,9 +64,9 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 
 class _Environment(Environment):
     """Jinja2's environment, reading a dict's keys without first failing to find an attribute
-    of that name: the views are REST-shaped dicts, and a page of many calls makes tens of
-    thousands of such lookups, each an AttributeError raised and caught. What is found is the
-    same: a name that is an attribute of dict (`get`, `items`) still takes Jinja2's way."""
+    of that name: the views are REST-shaped dicts, and a page of many calls makes many such
+    lookups, each an AttributeError raised and caught (README, "Measured"). What is found is
+    the same: a name that is an attribute of dict (`get`, `items`) still takes Jinja2's way."""
 
     def getattr(self, obj: Any, attribute: str) -> Any:
         if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
