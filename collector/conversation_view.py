@@ -34,6 +34,11 @@ def conversation_turns(conn: Connection, conversation_id: int) -> list[dict[str,
     return shown_turns(*queries.conversation_rows(conn, conversation_id))
 
 
+def conversations_turns(conn: Connection, ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+    """Several stored conversations' turns as shown, by id (`shown_turns`)."""
+    return {cid: shown_turns(*rows) for cid, rows in queries.conversations_rows(conn, ids).items()}
+
+
 def counts(conn: Connection, ids: Sequence[int]) -> dict[int, ShownCounts]:
     """(turns, executed calls, failed calls) of each conversation as shown: each merged turn
     once, each executed call once (`persist.Recount`, for the writer)."""

@@ -19,10 +19,12 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Connection
 
-from collector.extract.otlp import attributes
+from collector.extract.otlp import any_value
 from collector.store import archive
 
 MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
+READ = frozenset({"final_result", "gen_ai.input.messages", "gen_ai.output.messages",
+                  "gen_ai.operation.name"})  # the only attributes a turn's detail reads
 MAX_SPANS = 200  # the waterfall of a huge turn is cut here (and says so)
 
 
@@ -127,8 +129,8 @@ def _detail(turn: dict[str, Any], spans: list[Span]) -> TurnDetail:
     detail.cut = max(len(spans) - MAX_SPANS, 0)
     final_result = None
     agent_answer = None
-    for s in spans:
-        a = attributes(s.attributes)
+    for s in spans:  # only the attributes read are decoded: a turn's spans carry many more
+        a = {kv.key: any_value(kv.value) for kv in s.attributes if kv.key in READ}
         if isinstance(a.get("final_result"), str):
             final_result = a["final_result"]
         inputs = _messages(a.get("gen_ai.input.messages"))

@@ -36,9 +36,10 @@ def provider(exporter: SpanExporter, service: str = "support-agent") -> TracerPr
 
 def agent_turn(
     tp: TracerProvider, conversation_id: str | None, tools: Sequence[ToolStep],
-    agent: str = "support", answer: str = "done",
+    agent: str = "support", answer: str | None = "done",
 ) -> str:
-    """One agent run (one trace): invoke_agent → chat → execute_tool spans; returns the trace id."""
+    """One agent run (one trace): invoke_agent → chat → execute_tool spans; returns the trace id.
+    `answer` None: no message content on any span (content capture off)."""
     tracer = tp.get_tracer("tests.agent")
     root_attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent",
                                   "gen_ai.agent.name": agent}
@@ -65,8 +66,9 @@ def agent_turn(
                     span.set_attribute("error.type", "RuntimeError")
                 else:
                     span.set_attribute("gen_ai.tool.call.result", json.dumps(tool.result))
-        root.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant",
-                                                                  "content": answer}]))
+        if answer is not None:
+            root.set_attribute("gen_ai.output.messages", json.dumps([{"role": "assistant",
+                                                                      "content": answer}]))
         return format(root.get_span_context().trace_id, "032x")
 
 

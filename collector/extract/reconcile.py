@@ -363,9 +363,12 @@ def _infer_groups(executions: list[ToolCall], assigned: dict[str, _Group]) -> No
     for e in executions:
         if e.span_id in assigned:
             continue
+        start, end = e.start_ns, e.end_ns  # `overlaps(o, e)` inline and first: a turn of many
+        # sequential calls compares every pair, and most overlap nothing
         group = next(
             (assigned[o.span_id] for o in siblings[e.parent_span_id]
-             if o.span_id in assigned and o.span_id != e.span_id and overlaps(o, e)),
+             if o.start_ns < end and start < o.end_ns and o.span_id in assigned
+             and o.span_id != e.span_id),
             None,
         )
         assigned[e.span_id] = group or _Group(e.start_ns)

@@ -13,6 +13,7 @@ from collector.model import storable_text
 from collector.projects import DEFAULT_PROJECT
 from collector.store.bulk import among
 from collector.store.jobs import create_job
+from collector.store.jsonio import dumps
 from collector.store.tables import (
     conversations,
     expectations,
@@ -53,21 +54,29 @@ def list_conversations(
     other filters narrow (an expectation's selector, `collector.api.selection`), keeps the
     rows it holds for, read in chunks until the page is full."""
     c = conversations.c
-    query = select(conversations).order_by(c.id.desc())
+    query = select(conversations)
+    order: Any = c.id  # the id column the rows are read newest first by (and the cursor bounds)
     if project is not None:
         query = query.where(c.project == project)
     if agent is not None:
         query = query.where(json_list_contains(conn, c.agents, agent))
+    # A filter on the results or calls reads the matching conversation ids from their table,
+    # never a probe per conversation: a filter matching few conversations of many would
+    # otherwise read every conversation newest first, probing for each one. The cursor bounds
+    # the ids inside too, so page N reads no id of a newer page.
+    bound = before_id if picks is None else None  # `picks` moves its cursor as it reads
     if passed is not None or expectation is not None or reason is not None:
         r = results.c
-        scored = select(r.id).where(r.conversation_id == c.id, counts())
+        scored = select(r.conversation_id).where(counts())
         if passed is not None:
             scored = scored.where(r.passed == passed)
         if expectation is not None:
             scored = scored.where(r.expectation == expectation)
         if reason is not None:
             scored = scored.where(r.reason == reason)
-        query = query.where(scored.exists())
+        if bound is not None:
+            scored = scored.where(r.conversation_id < bound)
+        query = query.where(c.id.in_(scored))
     if key_contains:
         query = query.where(c.key.contains(key_contains, autoescape=True))
     if key_prefix:  # SQLite's LIKE ignores ASCII case: a superset there, `picks` decides
@@ -81,24 +90,36 @@ def list_conversations(
     if has_errors is not None:
         query = query.where(c.error_count > 0 if has_errors else c.error_count == 0)
     if tool is not None:
-        query = query.where(
-            select(tool_calls.c.id)
-            .where(tool_calls.c.conversation_id == c.id, tool_calls.c.name == tool)
-            .exists()
-        )
+        if conn.dialect.name == "sqlite":
+            # SQLite builds an IN list whole (every conversation calling a common tool) before
+            # the first row: walk ix_tool_calls_name (name, conversation_id) newest first
+            # instead, one row per conversation, so a page stops after its rows whether the
+            # tool is common or never called.
+            k = tool_calls.alias("called").c  # an alias: `source` below correlates tool_calls
+            query = (query.select_from(k.conversation_id.table.join(
+                conversations, c.id == k.conversation_id)).where(k.name == tool)
+                .group_by(k.conversation_id))
+            order = k.conversation_id
+        else:  # a semi-join, which PostgreSQL plans from its statistics
+            k = tool_calls.c
+            called = select(k.conversation_id).where(k.name == tool)
+            if bound is not None:
+                called = called.where(k.conversation_id < bound)
+            query = query.where(c.id.in_(called))
     if source is not None:  # has a call of that provenance
         query = query.where(
             select(tool_calls.c.id)
             .where(tool_calls.c.conversation_id == c.id, tool_calls.c.source == source)
             .exists()
         )
+    query = query.order_by(order.desc())
     if picks is None:
         if before_id is not None:
-            query = query.where(c.id < before_id)
+            query = query.where(order < before_id)
         return [dict(r._mapping) for r in conn.execute(query.limit(limit))]
     out: list[dict[str, Any]] = []
     while len(out) < limit:
-        chunk = query if before_id is None else query.where(c.id < before_id)
+        chunk = query if before_id is None else query.where(order < before_id)
         rows = [dict(r._mapping) for r in conn.execute(chunk.limit(PICKED_CHUNK))]
         out.extend(r for r in rows if picks(r))
         if len(rows) < PICKED_CHUNK:
@@ -139,7 +160,14 @@ def json_list_contains(conn: Connection, column: Any, value: str) -> Any:
     if conn.dialect.name == "postgresql":
         return column.op("@>")(func.jsonb_build_array(value))
     each = func.json_each(column).table_valued("value")
-    return select(each.c.value).where(each.c.value == value).exists()
+    contains = select(each.c.value).where(each.c.value == value).exists()
+    quoted = f'"{value}"'
+    if not value.isascii() or dumps(value) != quoted:  # an encoder may escape it otherwise
+        return contains
+    # Printable ASCII that needs no escape is in the list's text as `"value"`, whichever
+    # encoder wrote it: a substring test rules out most rows before json_each parses any (an
+    # agent no conversation has reads every row).
+    return and_(func.instr(column, quoted) > 0, contains)
 
 
 def get_conversation(
@@ -171,6 +199,25 @@ def conversation_rows(
     rows = conn.execute(select(tool_calls).where(k.conversation_id == conversation_id)
                         .order_by(k.start_ns, k.span_id))
     return turn_rows, [r._mapping for r in rows]
+
+
+def conversations_rows(
+    conn: Connection, conversation_ids: Sequence[int]
+) -> dict[int, tuple[list[dict[str, Any]], list[Mapping[Any, Any]]]]:
+    """`conversation_rows` of several conversations, read in two statements (a page showing
+    many conversations' calls would otherwise cost two per conversation)."""
+    out: dict[int, tuple[list[dict[str, Any]], list[Mapping[Any, Any]]]] = {
+        cid: ([], []) for cid in conversation_ids}
+    if not out:
+        return out
+    t, k = turns.c, tool_calls.c
+    for row in conn.execute(select(turns).where(among(conn, t.conversation_id, list(out)))
+                            .order_by(t.conversation_id, t.start_ns, t.id)):
+        out[row.conversation_id][0].append(dict(row._mapping))
+    for row in conn.execute(select(tool_calls).where(among(conn, k.conversation_id, list(out)))
+                            .order_by(k.conversation_id, k.start_ns, k.span_id)):
+        out[row.conversation_id][1].append(row._mapping)
+    return out
 
 
 def conversation_results(

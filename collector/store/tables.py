@@ -120,7 +120,7 @@ tool_calls = Table(
     UniqueConstraint("trace_id", "span_id", name="uq_tool_calls_span"),
     Index("ix_tool_calls_turn", "turn_id", "start_ns"),
     Index("ix_tool_calls_conversation", "conversation_id"),
-    Index("ix_tool_calls_name", "name"),
+    Index("ix_tool_calls_name", "name", "conversation_id"),  # `?tool=` reads it alone (0007)
 )
 
 expectations = Table(
@@ -270,6 +270,8 @@ signal_turns = Table(
     Column("pending", Integer, nullable=False),
     Column("tools", Json, nullable=False),
     Index("ix_signal_turns_conversation", "conversation_id"),
+    # a version's newest conversations (production.version_conversations; migration 0007)
+    Index("ix_signal_turns_version", "project", "service", "version", "conversation_id"),
 )
 
 signal_buckets = Table(

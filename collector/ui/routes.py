@@ -441,10 +441,10 @@ def compare_page(request: Request, conn: ReadConn, app: State, project: Text = N
     for cid, slug, ok in queries.current_verdicts(conn, ids):
         verdicts.setdefault(cid, {})[slug] = verdicts.get(cid, {}).get(slug, True) and ok
     rows = []
+    shown = conversation_view.conversations_turns(conn, ids)
     for k in paired:
         b, c = sides[baseline][k], sides[candidate][k]
-        calls = [[call for t in conversation_view.conversation_turns(conn, i)
-                  for call in t["tool_calls"]] for i in (b, c)]
+        calls = [[call for t in shown[i] for call in t["tool_calls"]] for i in (b, c)]
         slugs = sorted({*verdicts.get(b, {}), *verdicts.get(c, {})})
         rows.append({"scenario": k, "baseline": keys[b], "candidate": keys[c],
                      "verdicts": [(s, verdicts.get(b, {}).get(s), verdicts.get(c, {}).get(s))

@@ -33,9 +33,16 @@ def folds(text: str) -> bool:
     return len(text) > FOLD_CHARS or text.count("\n") >= FOLD_LINES
 
 
+# libyaml's emitter where PyYAML was built with it: the pure-Python one was most of a long
+# golden expectation's page (README, "Measured"). The same YAML, except that libyaml escapes
+# characters outside the Basic Multilingual Plane ("\U0001F600"), which load back the same.
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def as_yaml(value: Any) -> str:
     """An expectation definition as YAML (key order kept)."""
-    return yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return yaml.dump(value, Dumper=DUMPER, sort_keys=False, allow_unicode=True,
+                     default_flow_style=False)
 
 
 def percent(value: float | None) -> str:
@@ -52,9 +59,27 @@ def figure(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+
+
+class _Environment(Environment):
+    """Jinja2's environment, reading a dict's keys without first failing to find an attribute
+    of that name: the views are REST-shaped dicts, and a page of many calls makes many such
+    lookups, each an AttributeError raised and caught (README, "Measured"). What is found is
+    the same: a name that is an attribute of dict (`get`, `items`) still takes Jinja2's way."""
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 @cache
 def environment() -> Environment:
-    env = Environment(
+    env = _Environment(
         loader=FileSystemLoader(HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),
         undefined=StrictUndefined,

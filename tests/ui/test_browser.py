@@ -71,7 +71,8 @@ def no_content(tp: Any) -> None:
     root = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support",
             "gen_ai.conversation.id": "plain-1"}
     tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "lookup",
-            "gen_ai.tool.call.id": "call_plain", "gen_ai.tool.call.arguments": "{}"}
+            "gen_ai.tool.call.id": "call_plain", "gen_ai.tool.call.arguments": "{}",
+            "app.note": HOSTILE}  # kept among the span's raw attributes
     with tracer.start_as_current_span("invoke_agent support", attributes=root):
         with tracer.start_as_current_span("chat m", attributes={"gen_ai.operation.name": "chat"}):
             pass
@@ -229,6 +230,11 @@ def test_turns_as_they_happened(server: Server, browser: Any, shots: Path) -> No
     page.goto(server.base_url + "/ui/conversations/plain-1")
     assert "carry no message content" in page.inner_text(".turn")
     assert page.locator(".msg").count() == 0 and page.locator(".modelsteps li").count() == 1
+    raw = page.locator("article.call details.raw")
+    raw.locator("summary").click()  # raw attributes of a call without content: there too,
+    assert '"gen_ai.tool.call.id": "call_plain"' in raw.inner_text()
+    assert HOSTILE in raw.inner_text()  # a hostile value among them as text
+    assert page.locator("main script, main img").count() == 0
     page.goto(server.base_url + "/ui/conversations/hostile-1")
     assert page.locator(".msg.answer .text").inner_text() == HOSTILE_ANSWER
     assert page.locator("main script, main img").count() == 0
@@ -429,6 +435,9 @@ def test_pin_as_golden(server: Server, browser: Any, shots: Path) -> None:
         saved = client.get("/api/v1/expectations/hostile-1").json()["expectation"]
     assert saved["calls"][0]["arguments"] == {"q": HOSTILE}
     assert saved["selector"] == {"conversation": "hostile-1"}
+    page.goto(server.base_url + "/ui/golden?key=plain-1")  # a conversation with no content
+    shown = page.inner_text("pre.golden")
+    assert "name: lookup" in shown and "conversation: plain-1" in shown
     page.goto(server.base_url + "/ui/golden?key=hostile-1")  # a second save: the REST 409
     page.get_by_role("button", name="Save expectation hostile-1").click()
     assert "already" in page.inner_text("[role=alert]") or "exists" in page.inner_text(

@@ -23,12 +23,14 @@ REFUND = {"id": "refunds", "selector": {"service": "shop"},
 
 
 def version_spans(version: str, steps: dict[str, list[ToolStep]]) -> bytes:
+    """Each scenario's turn answered with HOSTILE, except `quiet-*` ones: no content."""
     exporter = InMemorySpanExporter()
     tp = TracerProvider(resource=Resource.create({"service.name": "shop",
                                                   "service.version": version}))
     tp.add_span_processor(SimpleSpanProcessor(exporter))
     for scenario, tools in steps.items():
-        agent_turn(tp, f"{scenario}@{version}", tools, answer=HOSTILE)
+        agent_turn(tp, f"{scenario}@{version}", tools,
+                   answer=None if scenario.startswith("quiet") else HOSTILE)
     return to_request(exporter.get_finished_spans()).SerializeToString()
 
 
@@ -39,27 +41,30 @@ def test_compare_versions(module_database_url: str, tmp_path_factory: pytest.Tem
     good = [ToolStep("lookup", {"id": 1}, {}), ToolStep("refund", {"id": 1}, {})]
     with running_server(module_database_url) as server, server.client() as client:
         assert client.post("/api/v1/expectations", json=REFUND).status_code == 201
-        for body in (version_spans("v1", {"refund-1": good, "refund-2": good, "old": good}),
+        for body in (version_spans("v1", {"refund-1": good, "refund-2": good, "old": good,
+                                          "quiet-1": good}),
                      version_spans("v2", {"refund-1": good[:1],
                                           "refund-2": [ToolStep("lookup", {"id": HOSTILE}, {}),
-                                                       good[1]]})):
+                                                       good[1]], "quiet-1": good})):
             assert client.post("/v1/traces", content=body, headers=PB).status_code == 200
-        server.wait_for("/api/v1/results", lambda d: len(d["data"]) == 5, timeout=60)
+        server.wait_for("/api/v1/results", lambda d: len(d["data"]) == 7, timeout=60)
         server.wait_for("/api/v1/signals", lambda d: sum(
-            g["figures"]["turns"] for g in d["versions"]) == 5, timeout=60)
+            g["figures"]["turns"] for g in d["versions"]) == 7, timeout=60)
         with chromium() as browser:
             page: Any = browser.new_page(viewport={"width": 1280, "height": 900})
             dialogs: list[str] = []
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
             page.goto(server.base_url + "/ui/compare?service=shop&baseline=v1&candidate=v2")
             drift = page.locator("table.drift").inner_text()
-            assert "turns\t3\t2" in drift and "calls_per_turn" in drift
+            assert "turns\t4\t3" in drift and "calls_per_turn" in drift
             rows = page.locator("table.compare tbody tr").all_inner_texts()
-            assert len(rows) == 2, rows
+            assert len(rows) == 3, rows
             one = next(r for r in rows if "refund-1@v1" in r)
             assert "refunds ✓ → ✗" in one and "call 2: refund in only the baseline" in one
             two = next(r for r in rows if "refund-2@v1" in r)
             assert "refunds ✓ → ✓" in two and "call 1 (lookup): arguments differ" in two
+            quiet = next(r for r in rows if "quiet-1@v1" in r)  # no content on either side
+            assert "refunds ✓ → ✓" in quiet and "same calls" in quiet
             assert "Only in v1: 1 (old@v1)" in page.inner_text("main")
             page.screenshot(path=str(shots / f"compare-{store}.png"), full_page=True)
             page.get_by_role("link", name="refund-2@v2").click()
@@ -67,6 +72,10 @@ def test_compare_versions(module_database_url: str, tmp_path_factory: pytest.Tem
             assert page.locator(".msg.answer .text").inner_text() == HOSTILE
             assert page.locator("main script, main img").count() == 0
             assert page.evaluate("window.__pwned") is None and dialogs == []
+            page.go_back()
+            page.get_by_role("link", name="quiet-1@v2").click()
+            assert "carry no message content" in page.inner_text(".turn")
+            assert page.locator(".msg").count() == 0
             page.set_viewport_size({"width": 390, "height": 844})
             page.goto(server.base_url + "/ui/compare?service=shop&baseline=v1&candidate=v2")
             assert page.evaluate("document.documentElement.scrollWidth") <= 390 + 1
