@@ -81,3 +81,24 @@ def test_the_writer_adds_turns_while_the_worker_reads_the_conversation(
         kept = conn.execute(select(func.count()).select_from(signal_turns)).scalar_one()
     assert (scored, kept) == (change, 2)
     engine.dispose()
+
+
+def test_an_expired_lease_is_not_owned_any_more(database_url: str) -> None:
+    """What the worker writes in its second transaction is only what its lease still covers:
+    once expired, another worker or a rescoring chunk may have taken the conversation."""
+    from collector.store import leases
+    from collector.store.db import migrate
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    with engine.begin() as conn:
+        write_batches(conn, [conversation_batch(0, 2, random.Random(1), "lease-")],
+                      time.time() - 10)
+    now = time.time()
+    with engine.begin() as conn:
+        claimed = leases.claim_dirty(conn, now=now, settle=1, lease=60, limit=10, owner="w1")
+    with engine.begin() as conn:
+        assert leases.still_owned(conn, claimed, "w1", now=now + 59) == set(claimed) == {1}
+        assert leases.still_owned(conn, claimed, "w2", now=now + 59) == set()
+        assert leases.still_owned(conn, claimed, "w1", now=now + 61) == set()
+    engine.dispose()
