@@ -2,7 +2,10 @@
 detail, web view pages), one line per minute: ingest rate, commit p99, WAL and database size,
 the CPU seconds the server, its ingest children, its worker and this bench process used, and
 the readers' requests and their mean latency; at the end, whether the last minute's rate stays
-within 10 % of the second minute's."""
+within 10 % of the second minute's. Each minute's clients send the conversations of the minute
+before again, a later turn of each (their conversation groups start over every minute), so the
+stored conversations grow through the run as long-lived sessions do, and everything that reads
+or rewrites a conversation's history is measured growing with it."""
 
 from __future__ import annotations
 
