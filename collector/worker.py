@@ -23,7 +23,7 @@ from collector.governance import retention
 from collector.metrics import Metrics
 from collector.production import evaluation, signals
 from collector.production.evaluation import parse_headers
-from collector.store import jobs, leases, maintenance
+from collector.store import jobs, leases, maintenance, production
 from collector.tasks import cancel
 from matcher import Selector, Trajectory
 from matcher.selector import parse_selector
@@ -254,7 +254,15 @@ class Worker:
             self.metrics.deleted_conversations.labels("retention").inc(deleted)
 
     def score_settled(self) -> int:
-        """Score the conversations that changed and have been quiet for the settle time."""
+        """Score the conversations that changed and have been quiet for the settle time.
+
+        Two transactions. The first reads and scores them, and composes their signals, with
+        no row lock: their leases keep other workers and rescoring chunks off them meanwhile,
+        and their facts are read first, so what is scored is at least as new as the
+        change_seq marked. The second, short, locks those whose lease still holds, writes
+        their results and signals and releases them. Holding the rows' locks through the
+        reading would make the writer wait for it, on every conversation being scored, for as
+        long as their histories take to read."""
         with self.engine.begin() as conn:
             claimed = leases.claim_dirty(
                 conn,
@@ -269,11 +277,16 @@ class Worker:
         try:
             with self.engine.begin() as conn:
                 active = scorer.active_expectations(conn)
-                owned = leases.still_owned(conn, claimed, self.owner)
-                facts = leases.conversation_facts(conn, sorted(owned))
-                _, paths = self._score(conn, facts, active)
-                if self.signals:  # the trajectories scoring read serve signals too
-                    signals.record(conn, facts, paths)
+                facts = leases.conversation_facts(conn, claimed)
+                done, scored, _, paths = self._plan(conn, facts, active)
+                kept = signals.contributions(conn, facts, paths) if self.signals else []
+            with self.engine.begin() as conn:
+                owned = leases.still_owned(conn, claimed, self.owner, now=time.time())
+                facts = [f for f in facts if f.id in owned]
+                self._store(conn, [s for s in scored if s.conversation.id in owned], done)
+                if self.signals:
+                    production.replace_turns(
+                        conn, sorted(owned), [k for k in kept if k.conversation_id in owned])
                 leases.release(conn, self.owner, owned, facts)
             now = time.time()
             for f in facts:  # committed: their time from last span to results
@@ -329,10 +342,25 @@ class Worker:
         facts: list[leases.ConversationFacts],
         wanted: list[scorer.ActiveExpectation],
     ) -> tuple[int, dict[int, Trajectory]]:
-        """Score each conversation against the wanted expectations whose selector picks it,
-        skipping (trajectory, version) pairs that already have a current result. Returns how
-        many conversations could not be scored (counted and logged, never retried forever),
-        and the trajectories read to score (none when nothing was to score)."""
+        """Score each conversation against the wanted expectations whose selector picks it
+        and store the results (`_plan`, `_store`, in this transaction). Returns how many
+        conversations could not be scored and the trajectories read to score them."""
+        done, scored, failed, trajectories = self._plan(conn, facts, wanted)
+        self._store(conn, scored, done)
+        return failed, trajectories
+
+    def _plan(
+        self,
+        conn: Connection,
+        facts: list[leases.ConversationFacts],
+        wanted: list[scorer.ActiveExpectation],
+    ) -> tuple[dict[leases.CurrentKey, list[int]], list[scorer.Scored], int,
+               dict[int, Trajectory]]:
+        """Score, without writing, each conversation against the wanted expectations whose
+        selector picks it, skipping (trajectory, version) pairs that already have a current
+        result. Returns the current results read, what was scored, how many conversations
+        could not be scored (counted and logged, never retried forever), and the
+        trajectories read to score (none when nothing was to score)."""
         done = leases.current_results(conn, [f.id for f in facts])
         todo = [
             (f, e)
@@ -343,7 +371,7 @@ class Worker:
             and scorer.applies(e.expectation, f)
         ]
         if not todo:
-            return 0, {}
+            return done, [], 0, {}
         trajectories = scorer.trajectories(conn, sorted({f.id for f, _ in todo}))
         failed: set[int] = set()
 
@@ -353,13 +381,18 @@ class Worker:
             failed.add(f.id)
 
         scored = scorer.score_pairs(todo, trajectories, fail)
+        return done, scored, len(failed), trajectories
+
+    def _store(self, conn: Connection, scored: list[scorer.Scored],
+               done: dict[leases.CurrentKey, list[int]]) -> None:
+        """Write what `_plan` scored (`done`: the current results it read), count it, and
+        export its verdicts when an exporter is configured."""
         for s in scored:
             for result in s.results:
                 self.metrics.scored.labels(str(result.passed).lower()).inc()
         scorer.store(conn, scored, done)
         if self.exporter is not None and scored:
             self.exporter.emit(evaluation.verdicts(conn, scored))
-        return len(failed), trajectories
 
 
 def retention_of(settings: Settings) -> float | None:

@@ -1,6 +1,11 @@
 """`tooltrail bench soak`: steady OTLP load on a real server with readers active (REST list and
-detail, web view pages), one line per minute: ingest rate, commit p99, WAL and database size;
-at the end, whether the last minute's rate stays within 10 % of the second minute's."""
+detail, web view pages), one line per minute: ingest rate, commit p99, WAL and database size,
+the CPU seconds the server, its ingest children, its worker and this bench process used, and
+the readers' requests and their mean latency; at the end, whether the last minute's rate stays
+within 10 % of the second minute's. Each minute's clients send the conversations of the minute
+before again, a later turn of each (their conversation groups start over every minute), so the
+stored conversations grow through the run as long-lived sessions do, and everything that reads
+or rewrites a conversation's history is measured growing with it."""
 
 from __future__ import annotations
 
@@ -11,12 +16,16 @@ import os
 import re
 import tempfile
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 from sqlalchemy import text
 
 from collector.bench.ingest import drive
+from collector.bench.memory import cpu_by_process, cpu_by_role
 from collector.bench.process import ServerProcess, serve
 from collector.bench.scoring import drop_database, temp_database
 from collector.bench.traffic import RequestFactory
@@ -44,16 +53,45 @@ def p99(before: dict[float, float], after: dict[float, float]) -> float:
     return 0.0
 
 
-def readers(server: ServerProcess, stop: threading.Event) -> None:
+@dataclass
+class Reads:
+    """The readers' requests so far and the seconds they took (read and reset each minute)."""
+
+    requests: int = 0
+    seconds: float = 0.0
+
+    def take(self) -> tuple[int, float]:
+        """(requests, mean seconds) since the last take."""
+        n, spent = self.requests, self.seconds
+        self.requests, self.seconds = 0, 0.0
+        return n, spent / n if n else 0.0
+
+
+def readers(server: ServerProcess, stop: threading.Event, reads: Reads) -> None:
     """Poll the REST list, a conversation's detail and the web view until `stop`."""
     with httpx.Client(base_url=server.base_url, timeout=30) as client:
+
+        def get(path: str, **params: int) -> httpx.Response:
+            started = time.perf_counter()
+            answer = client.get(path, params=params)
+            reads.requests += 1
+            reads.seconds += time.perf_counter() - started
+            return answer
+
         while not stop.is_set():
-            listed = client.get("/api/v1/conversations", params={"limit": 20})
-            items = listed.json().get("items", []) if listed.status_code == 200 else []
+            listed = get("/api/v1/conversations", limit=20)
+            items = listed.json().get("data", []) if listed.status_code == 200 else []
             if items:
-                client.get(f"/api/v1/conversations/{items[0]['id']}")
-            client.get("/ui/")
+                get(f"/api/v1/conversations/{quote(items[0]['key'], safe='')}")
+            get("/ui/")
             stop.wait(0.05)
+
+
+def cpu_line(used: dict[str, float]) -> str:
+    """CPU seconds by role, the server's own first, then its children, then this process."""
+    order = ["server", "ingest", "worker", *sorted(set(used) - {"server", "ingest", "worker",
+                                                                 "bench"}), "bench"]
+    return ", ".join(f"{role} {used[role]:.1f}" for role in order if role in used)
 
 
 def sizes(url: str) -> tuple[int, int]:
@@ -77,20 +115,28 @@ def soak(url: str, args: argparse.Namespace) -> bool:
     rates: list[float] = []
     with serve(url, *flags) as server:
         stop = threading.Event()
-        polling = threading.Thread(target=readers, args=(server, stop), daemon=True)
+        reads = Reads()
+        polling = threading.Thread(target=readers, args=(server, stop, reads), daemon=True)
         polling.start()
         left = args.max_requests
         try:
             for minute in range(1, args.minutes + 1):
                 before = commit_buckets(server)
+                cpu, own = cpu_by_process(server.process.pid), time.process_time()
+                reads.take()
                 stats = asyncio.run(drive(server, "http", args.clients, factory,
                                           args.minute_seconds, max_requests=max(1, left)))
+                used = cpu_by_role(cpu_by_process(server.process.pid), cpu)
+                used["bench"] = time.process_time() - own
+                served, latency = reads.take()
                 left -= stats.acked_requests
                 wal, db = sizes(url)
                 rates.append(stats.spans_per_second)
                 print(f"minute {minute}: {stats.spans_per_second:,.0f} spans/s, commit p99 "
                       f"<= {p99(before, commit_buckets(server)):.3f} s, WAL "
-                      f"{wal / 1e6:,.1f} MB, database {db / 1e6:,.1f} MB", flush=True)
+                      f"{wal / 1e6:,.1f} MB, database {db / 1e6:,.1f} MB; CPU s: "
+                      f"{cpu_line(used)}; reads {served} (mean {latency * 1e3:.0f} ms); "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
                 if left <= 0:
                     break
         finally:

@@ -36,8 +36,17 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
     (`paths`: trajectories the caller has read already, of some or all of them; the others
     are read without their results, which signals never look at, and without their
     arguments, unless reconciling a conversation asks for them)."""
+    if facts:
+        replace_turns(conn, sorted(f.id for f in facts), contributions(conn, facts, paths))
+
+
+def contributions(conn: Connection, facts: Sequence[ConversationFacts],
+                  paths: Mapping[int, Trajectory] | None = None) -> list[KeptTurn]:
+    """What `record` keeps for these conversations, read and composed but not written: the
+    reading (a conversation's every turn and call) needs no lock, the keeping
+    (`replace_turns`) is short. Their `facts` must have been read before this."""
     if not facts:
-        return
+        return []
     ids = sorted(f.id for f in facts)
     seen = {cid: [[(c.name, c.error) for c in turn] for turn in path.turns]
             for cid, path in (paths or {}).items()}
@@ -50,7 +59,7 @@ def record(conn: Connection, facts: Sequence[ConversationFacts],
     if missing:  # the conversations whose reconciliation asked for arguments
         calls = trajectory_calls(conn, missing, results=False)
         seen.update(outcomes({cid: order[cid] for cid in missing}, calls)[0])
-    replace_turns(conn, ids, list(turn_signals(facts, order, meta, seen)))
+    return list(turn_signals(facts, order, meta, seen))
 
 
 def turn_signals(facts: Sequence[ConversationFacts], order: TurnOrder,

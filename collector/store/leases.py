@@ -121,16 +121,22 @@ def mark_scored(conn: Connection, facts: Sequence[ConversationFacts]) -> None:
     )
 
 
-def still_owned(conn: Connection, ids: Sequence[int], owner: str) -> set[int]:
-    """Lock and return those of `ids` whose lease we still hold (a slow worker may lose it)."""
+def still_owned(conn: Connection, ids: Sequence[int], owner: str, *, now: float) -> set[int]:
+    """Lock and return those of `ids` whose lease we still hold at `now` (a slow worker may
+    lose it): unexpired, it has kept every other worker and rescoring chunk off them since
+    it was taken, and the lock keeps them off until this transaction ends.
+
+    NO KEY UPDATE, as the writer's refresh takes: a FOR UPDATE lock would also make the
+    writer's turn inserts into these conversations (their foreign key's key-share lock) wait
+    for this transaction."""
     if not ids:
         return set()
     c = conversations.c
     rows = conn.execute(
         select(c.id)
-        .where(among(conn, c.id, ids), c.lease_owner == owner)
+        .where(among(conn, c.id, ids), c.lease_owner == owner, c.lease_until >= now)
         .order_by(c.id)
-        .with_for_update()
+        .with_for_update(key_share=True)
     )
     return {cid for (cid,) in rows}
 

@@ -80,9 +80,16 @@ def turn_meta(conn: Connection, ids: Sequence[int],
 
 def replace_turns(conn: Connection, ids: Sequence[int], fresh: Sequence[KeptTurn]) -> None:
     """Keep `fresh` as the turn contributions of conversations `ids` (every one of their
-    logical turns), and add the difference from what was kept to the buckets."""
+    logical turns), and add the difference from what was kept to the buckets. Only the
+    turns whose contribution changed are written: a conversation scored again as it grows
+    rewrites its new turns, not its whole history (its rows are written in the worker's
+    short locking transaction, on SQLite under the database's one write lock)."""
     fresh_ids = [t.turn_id for t in fresh]
     old = _kept(conn, sorted(ids), fresh_ids)
+    by_id = {t.turn_id: t for t in fresh}
+    same = {k.turn_id for k in old if by_id.get(k.turn_id) == k}
+    old = [k for k in old if k.turn_id not in same]
+    fresh = [t for t in fresh if t.turn_id not in same]
     deltas: dict[Key, Counts] = {}
     for kept, sign in [(k, -1) for k in old] + [(k, 1) for k in fresh]:
         counts = deltas.get(kept.key)

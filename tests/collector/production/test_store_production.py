@@ -141,3 +141,45 @@ def test_a_rescoring_job_that_marks_a_conversation_scored_records_its_signals(
         (counts,) = production.totals(conn).values()
     assert (counts.turns, counts.calls) == (1, 1)
     engine.dispose()
+
+
+def test_a_growing_conversation_rewrites_only_its_new_turns(database_url: str) -> None:
+    """Scored again after a turn was added, a conversation's kept turns that did not change
+    are neither deleted nor inserted again: the write does not grow with its history."""
+    import random
+    from dataclasses import replace
+
+    from collector.bench.seed import conversation_batch
+
+    migrate(database_url)
+    engine = make_engine(database_url)
+    first = conversation_batch(0, 2, random.Random(1), "grow-")
+
+    def turn(n: int) -> Batch:
+        trace = f"{n:032x}"
+        (info,) = first.traces
+        return replace(first, calls=tuple(replace(c, trace_id=trace, start_ns=c.start_ns + n)
+                                          for c in first.calls),
+                       traces=(replace(info, trace_id=trace, turn_key=trace,
+                                       start_ns=info.start_ns + n, end_ns=info.end_ns + n),))
+
+    written: list[int] = []
+
+    @sa.event.listens_for(engine, "after_cursor_execute")
+    def count(conn: object, cursor: object, statement: str, *args: object) -> None:
+        if statement.lstrip().startswith(("INSERT INTO signal_turns", "DELETE FROM signal_turns")):
+            written.append(cursor.rowcount)  # type: ignore[attr-defined]
+
+    with engine.begin() as conn:
+        write_batches(conn, [first, turn(2), turn(3)], time.time())
+    record_all(engine)
+    assert sum(written) == 3
+    written.clear()
+    with engine.begin() as conn:
+        write_batches(conn, [turn(4)], time.time())
+    record_all(engine)
+    assert sum(written) == 1  # the new turn inserted; the three kept ones untouched
+    with engine.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(signal_turns)).scalar_one() == 4
+        assert conn.execute(select(func.sum(signal_buckets.c.turns))).scalar_one() == 4
+    engine.dispose()
