@@ -407,6 +407,7 @@ REGISTRY.add(Command(
 ))
 REGISTRY.add_bench("matcher", "matcher.bench")
 REGISTRY.add_bench("ingest", "collector.bench.ingest")
+REGISTRY.add_bench("extract", "collector.bench.extract")
 REGISTRY.add_bench("scoring", "collector.bench.scoring")
 REGISTRY.add_bench("ui", "collector.bench.ui")
 REGISTRY.add_bench("capture", "collector.bench.capture")

@@ -3,6 +3,8 @@ timings belong in benchmarks, not tests), and what they check about correctness 
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -13,10 +15,11 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from collector.bench import extract as bench_extract
 from collector.bench.floor import run_floor, tool_rows
 from collector.bench.ingest import DEFAULT_PATHS
 from collector.bench.traffic import TOOLS, RequestFactory, Shape
-from collector.extract import ExtractOptions, extract
+from collector.extract import ExtractOptions, extract, otlp
 from collector.readers import read_logs
 from tests.collector.receivers.test_logs_extract import trajectory
 from tests.conftest import drop_postgres_database, new_postgres_database
@@ -84,6 +87,47 @@ def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2, refused.stderr
     assert "--server-python runs the standard phases" in refused.stderr
+
+
+def test_bench_extract_interleaves_installs_and_walks(tmp_path: Path) -> None:
+    """Every (install, walk) once per round, each leg naming the collector it imported; the
+    other install (here this interpreter without PYTHONPATH: the wiring, not a second build,
+    is what is tested) runs from a directory of its own and extracts the same calls."""
+    other = subprocess.run([sys.executable, "-c", "import collector; print(collector.__file__)"],
+                           capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path,
+                           env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    out = run("extract", "--requests", "2", "--passes", "2", "--rounds", "2",
+              "--spans-per-request", "100", "--python", sys.executable,
+              "--json", str(tmp_path / "x.json"))
+    legs = re.findall(r"round (\d), (this install|\S+) (compiled|pure): [\d.]+ µs/span "
+                      r"\(passes [\d.]+ / [\d.]+; load .*; (\d+) calls in request 1; (\S+)\)",
+                      out)
+    walks = [w for w in ("compiled", "pure") if w in DEFAULT_PATHS]
+    assert [(n, i, w) for n, i, w, _, _ in legs] == [
+        (n, i, w) for n in "12" for i in ("this install", sys.executable) for w in walks], out
+    assert {c for _, _, _, c, _ in legs} == {str(len(extract(
+        ExportTraceServiceRequest.FromString(RequestFactory(Shape(spans=100)).make()[0]),
+        ExtractOptions()).calls))}, out
+    assert {f for _, i, _, _, f in legs if i != "this install"} == {other.stdout.strip()}, out
+    for walk in walks:
+        assert re.search(rf"after / before, this install {walk} / {re.escape(sys.executable)} "
+                         rf"{walk}: \d\.\d+ \([+-]\d+\.\d %\)", out), out
+    figures = json.loads((tmp_path / "x.json").read_text())
+    assert len(figures["legs"]) == len(legs) and len(figures["ratios"]) == len(walks)
+
+
+def test_bench_extract_leg_skips_a_walk_the_install_lacks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An install without the compiled walk (one from before it, or not built) has no compiled
+    leg; its pure leg times every span of the requests."""
+    bodies = tmp_path / "bodies"
+    factory = RequestFactory(Shape(spans=100))
+    bench_extract.write_bodies(bodies, [factory.make()[0] for _ in range(2)])
+    monkeypatch.setattr(otlp, "COMPILED_WALK", None)
+    assert bench_extract.leg(bodies, "compiled", 1)["walk"] is None
+    pure = bench_extract.leg(bodies, "pure", 2)
+    assert pure["walk"] == "pure" and pure["spans"] == 2 * factory.span_count
+    assert len(pure["passes"]) == 2 and pure["us_per_span"] > 0
 
 
 def test_bench_ingest_ab_prints_each_leg_and_the_median() -> None:
