@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -68,7 +68,7 @@ class Convention:
     """A family of producers that encode tool calls the same way."""
 
     name: str
-    detect: Callable[[SpanView], bool]
+    match: tuple[Match, ...]  # any one holding claims the span (`matches`)
     span_name: re.Pattern[str] | None = None  # group 1 of a match is the tool name
     name_is_tool: bool = False  # OpenInference: the span name is the tool's name
     # a user's entry: where its fields are, read before the built-in `fields` lists
@@ -96,64 +96,83 @@ def _regex(value: Any, where: str) -> re.Pattern[str]:
         raise _fail(where, f"is not a valid regular expression ({exc})") from None
 
 
-def _equals(key: str, value: Any) -> Callable[[SpanView], bool]:
-    return lambda s: s.attributes.get(key) == value
+@dataclass(frozen=True, slots=True)
+class Match:
+    """One `match` mapping: every test it gives must hold. Data, read by `matches` in one
+    loop per span (a chain of closures per entry costs calls on every span of every request)."""
+
+    equals: tuple[tuple[str, Any], ...] = ()
+    present: tuple[str, ...] = ()
+    name_is: str | None = None
+    name: re.Pattern[str] | None = None
+    name_not: re.Pattern[str] | None = None
+    scope: str | None = None
 
 
-def _has(key: str) -> Callable[[SpanView], bool]:
-    return lambda s: s.attributes.get(key) is not None
+def matches(alternatives: tuple[Match, ...], span: SpanView) -> bool:
+    """True when one of the alternatives holds for the span."""
+    attributes = span.attributes
+    for m in alternatives:
+        if m.scope is not None and span.scope != m.scope:
+            continue
+        if m.name_is is not None and span.name != m.name_is:
+            continue
+        for key, value in m.equals:
+            if attributes.get(key) != value:
+                break
+        else:
+            for key in m.present:
+                if attributes.get(key) is None:
+                    break
+            else:
+                if m.name is not None and m.name.search(span.name) is None:
+                    continue
+                if m.name_not is not None and m.name_not.search(span.name) is not None:
+                    continue
+                return True
+    return False
 
 
-def _one_match(spec: Any, where: str) -> Callable[[SpanView], bool]:
+def _one_match(spec: Any, where: str) -> Match:
     if not isinstance(spec, dict) or not spec:
         raise _fail(where, "must be a mapping of " + ", ".join(MATCH_KEYS))
     unknown = sorted(set(spec) - set(MATCH_KEYS))
     if unknown:
         raise _fail(f"{where}.{unknown[0]}", "unknown key (known: " + ", ".join(MATCH_KEYS) + ")")
-    tests: list[Callable[[SpanView], bool]] = []
     equal = spec.get("attributes") or {}
     if not isinstance(equal, dict) or not all(isinstance(k, str) for k in equal):
         raise _fail(f"{where}.attributes", "must map attribute names to the value they equal")
     for key, value in equal.items():
         if not isinstance(value, str | int | float | bool):
             raise _fail(f"{where}.attributes.{key}", "must be a string, number or boolean")
-        tests.append(_equals(key, value))
     present = spec.get("has_attributes") or []
     if not isinstance(present, list) or not all(isinstance(k, str) and k for k in present):
         raise _fail(f"{where}.has_attributes", "must be a list of attribute names")
-    tests.extend(_has(key) for key in present)
-    if "span_name_is" in spec:
-        exact = spec["span_name_is"]
-        if not isinstance(exact, str):
-            raise _fail(f"{where}.span_name_is", "must be a string")
-        tests.append(lambda s: s.name == exact)
-    if "span_name" in spec:
-        pattern = _regex(spec["span_name"], f"{where}.span_name")
-        tests.append(lambda s: pattern.search(s.name) is not None)
-    if "span_name_not" in spec:
-        refused = _regex(spec["span_name_not"], f"{where}.span_name_not")
-        tests.append(lambda s: refused.search(s.name) is None)
-    if "scope" in spec:  # the instrumentation scope's name, exactly
-        scope = spec["scope"]
-        if not isinstance(scope, str) or not scope:
-            raise _fail(f"{where}.scope", "must be an instrumentation scope's name")
-        tests.append(lambda s: s.scope == scope)
-    if not tests:
+    exact = spec.get("span_name_is")
+    if exact is not None and not isinstance(exact, str):
+        raise _fail(f"{where}.span_name_is", "must be a string")
+    scope = spec.get("scope")  # the instrumentation scope's name, exactly
+    if "scope" in spec and (not isinstance(scope, str) or not scope):
+        raise _fail(f"{where}.scope", "must be an instrumentation scope's name")
+    match = Match(
+        equals=tuple(equal.items()), present=tuple(present), name_is=exact,
+        name=_regex(spec["span_name"], f"{where}.span_name") if "span_name" in spec else None,
+        name_not=(_regex(spec["span_name_not"], f"{where}.span_name_not")
+                  if "span_name_not" in spec else None),
+        scope=scope)
+    if match == Match():
         raise _fail(where, "matches every span; give span_name, attributes, has_attributes "
                            "or scope")
-    if len(tests) == 1:
-        return tests[0]
-    return lambda s: all(test(s) for test in tests)
+    return match
 
 
-def _match(spec: Any, where: str) -> Callable[[SpanView], bool]:
+def _match(spec: Any, where: str) -> tuple[Match, ...]:
     """A `match`: a mapping (all of it holds) or a list of mappings (any one holds)."""
     if isinstance(spec, list):
         if not spec:
             raise _fail(where, "an empty list matches nothing")
-        alternatives = [_one_match(s, f"{where}[{i}]") for i, s in enumerate(spec)]
-        return lambda s: any(test(s) for test in alternatives)
-    return _one_match(spec, where)
+        return tuple(_one_match(s, f"{where}[{i}]") for i, s in enumerate(spec))
+    return (_one_match(spec, where),)
 
 
 def _path(value: Any, where: str) -> tuple[str | int, ...]:
@@ -189,7 +208,7 @@ def _entry(raw: Any, index: int) -> Convention:
         raise _fail(f"{where}.name", "is required (a non-empty string, stored with each call)")
     if "match" not in raw:
         raise _fail(f"{where}.match", "is required (how to recognise the tool span)")
-    detect = _match(raw["match"], f"{where}.match")
+    match = _match(raw["match"], f"{where}.match")
     sources: list[tuple[str, Source]] = []
     name_pattern = None
     for field in FIELDS[:-1]:
@@ -217,7 +236,7 @@ def _entry(raw: Any, index: int) -> Convention:
         if pattern is not None and pattern.groups >= 1:
             name_pattern = pattern  # the match's own group 1 names the tool
     return Convention(
-        name=label.strip(), detect=detect,
+        name=label.strip(), match=match,
         span_name=_regex(span_name, f"{where}.name_from_span") if span_name is not None else None,
         name_is_tool=name_is, fields=tuple(sources), name_pattern=name_pattern,
         conversation_key=key,
@@ -313,7 +332,7 @@ def convention_of(
 ) -> Convention | None:
     """The first convention that claims the span as a tool execution, if any."""
     for convention in CONVENTIONS if conventions is None else conventions:
-        if convention.detect(span):
+        if matches(convention.match, span):
             return convention
     return None
 
