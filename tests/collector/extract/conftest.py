@@ -21,7 +21,9 @@ def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     """The walk extraction takes in this test."""
     if request.module.__name__.endswith("test_compiled_walk") and request.param != "compiled":
         pytest.skip("compares both walks itself")
-    if "server" in request.fixturenames and request.param != sorted(WALKS)[0]:
+    in_server = ("server" in request.fixturenames
+                 or request.node.get_closest_marker("server_process") is not None)
+    if in_server and request.param != sorted(WALKS)[0]:
         # a server subprocess walks as its environment says; its state is shared per module
         pytest.skip("the server process chooses its walk itself")
     views, decode_json = WALKS[request.param]

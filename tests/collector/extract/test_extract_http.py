@@ -20,6 +20,7 @@ CAPTURED = [name for name in ("langgraph_langsmith_otel", "llamaindex_openinfere
                               "autogen_agentchat_openai")
             if name in FIXTURES]
 MEDIA = {"pb": "application/x-protobuf", "json": "application/json"}
+pytestmark = pytest.mark.server_process
 
 
 def canonical(value: Any) -> str:

@@ -16,6 +16,7 @@ from collector.cli import main
 from collector.extract import ExtractOptions, extract
 from collector.extract.conventions import ConventionsError, read_conventions
 from collector.model import Batch
+from tests.server import running_server
 from tests.spans import capture, to_otlp_json, to_request
 
 ACME = """\
@@ -102,7 +103,9 @@ def test_extract_and_check_refuse_a_bad_file_with_exit_2(
     suite.write_text("name: acme\nexpectations:\n  - id: weather\n"
                      "    calls: [{name: get_weather}]\n")
     for argv in (["extract", str(spans), "--conventions", str(bad)],
-                 ["check", str(suite), str(spans), "--conventions", str(bad)]):
+                 ["check", str(suite), str(spans), "--conventions", str(bad)],
+                 ["serve", "--conventions", str(bad), "--http-port", "0", "--grpc-port", "0",
+                  "--database-url", f"sqlite:///{tmp_path}/never.db"]):
         assert main(argv) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "conventions[0] (acme).match" in err[0], err
@@ -120,3 +123,21 @@ def test_check_scores_the_file_convention(
     assert main(["check", str(suite), str(spans)]) == 1  # no call without the file
     capsys.readouterr()
     assert main(["check", str(suite), str(spans), "--conventions", str(conventions)]) == 0
+
+
+@pytest.mark.server_process
+def test_serve_extracts_the_file_convention(tmp_path: Path, database_url: str) -> None:
+    """`serve --conventions FILE`: the acme spans, sent as an OTLP exporter sends them, are
+    stored as calls of the file's convention, keyed by its conversation attribute."""
+    conventions = tmp_path / "acme.yaml"
+    conventions.write_text(ACME)
+    with running_server(database_url, "--conventions", str(conventions)) as server, \
+            server.client() as client:
+        answer = client.post("/v1/traces", content=acme_request().SerializeToString(),
+                             headers={"content-type": "application/x-protobuf"})
+        assert answer.status_code == 200, answer.text
+        found = server.wait_for("/api/v1/conversations/acme-7", lambda c: bool(c["turns"]))
+    assert [(c["name"], c["arguments"], c["result"], c["call_id"])
+            for c in found["turns"][0]["tool_calls"]] == [
+        ("get_weather", {"city": "Paris"}, {"temp": 21}, "c0"),
+        ("get_weather", {"city": "Oslo"}, {"temp": 4}, "c1")]
