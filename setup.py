@@ -31,7 +31,7 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("collector.extract._wire", ["collector/extract/_wire.c"],
+    ext_modules=[Extension("tooltrail.collector.extract._wire", ["collector/extract/_wire.c"],
                            extra_compile_args=["-O2"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )
