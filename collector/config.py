@@ -34,10 +34,10 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from collector.projects import DEFAULT_PROJECT, project_problem
+from tooltrail.collector.projects import DEFAULT_PROJECT, project_problem
 
 if TYPE_CHECKING:
-    from collector.extract import ExtractOptions
+    from tooltrail.collector.extract import ExtractOptions
 
 MIB = 1024 * 1024
 ENV_PREFIX = "TOOLTRAIL_"
@@ -171,7 +171,7 @@ class Settings(BaseSettings):
     @field_validator("conventions")
     @classmethod
     def _valid_conventions(cls, value: str | None) -> str | None:
-        from collector.extract.conventions import read_conventions
+        from tooltrail.collector.extract.conventions import read_conventions
 
         if value:
             read_conventions(value)  # ConventionsError names the entry and the field
@@ -179,7 +179,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _read_conventions(self) -> Settings:
-        from collector.extract.conventions import read_conventions
+        from tooltrail.collector.extract.conventions import read_conventions
 
         # read at start: every extraction (ingest processes, reextract jobs) uses this text
         self._conventions_text = read_conventions(self.conventions) if self.conventions else ""
@@ -187,7 +187,7 @@ class Settings(BaseSettings):
 
     def extract_options(self) -> ExtractOptions:
         """The extraction options these settings give (ingest, capture, reextract jobs)."""
-        from collector.extract import ExtractOptions
+        from tooltrail.collector.extract import ExtractOptions
 
         return ExtractOptions(conversation_keys=tuple(self.conversation_keys),
                               keep_plumbing=self.keep_plumbing, project=self.project,
@@ -246,7 +246,7 @@ class Settings(BaseSettings):
     @field_validator("retention")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        from collector.governance.retention import parse_duration
+        from tooltrail.collector.governance.retention import parse_duration
 
         if value is not None:
             parse_duration(value)
@@ -289,7 +289,7 @@ class Settings(BaseSettings):
     @field_validator("export_otlp_headers")
     @classmethod
     def _export_headers(cls, value: list[str]) -> list[str]:
-        from collector.production.evaluation import parse_headers
+        from tooltrail.collector.production.evaluation import parse_headers
 
         parse_headers(value)  # ValueError: `key=value` expected
         return value
@@ -300,7 +300,7 @@ class Settings(BaseSettings):
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        from collector.store.db import normalise_url
+        from tooltrail.collector.store.db import normalise_url
 
         try:
             backend = make_url(normalise_url(value)).get_backend_name()

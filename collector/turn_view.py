@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Connection
 
-from collector.extract.otlp import attributes
-from collector.store import archive
+from tooltrail.collector.extract.otlp import attributes
+from tooltrail.collector.store import archive
 
 MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 MAX_SPANS = 200  # the waterfall of a huge turn is cut here (and says so)

@@ -72,7 +72,7 @@ def module_database_url(
 @pytest.fixture
 def pg_url(tmp_path: Path) -> Iterator[str]:
     """An empty PostgreSQL database at the newest schema (PostgreSQL-only tests)."""
-    from collector.store.db import migrate
+    from tooltrail.collector.store.db import migrate
 
     for url in fresh_database("postgres", tmp_path):
         migrate(url)

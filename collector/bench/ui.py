@@ -17,12 +17,12 @@ from pathlib import Path
 import httpx
 from sqlalchemy import text
 
-from collector.bench.process import serve
-from collector.bench.scoring import drop_database, temp_database
-from collector.bench.seed import conversation_batch, seed
-from collector.clihelp import HelpFormatter, Parser
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
+from tooltrail.collector.bench.process import serve
+from tooltrail.collector.bench.scoring import drop_database, temp_database
+from tooltrail.collector.bench.seed import conversation_batch, seed
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
 
 BIG = 200
 EXPECTATIONS = [

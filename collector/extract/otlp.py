@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
-from collector.model import RejectedSpan, storable_text
+from tooltrail.collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+from tooltrail.collector.model import RejectedSpan, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
 # The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
@@ -211,7 +211,7 @@ def _compiled() -> Callable[[ExportTraceServiceRequest], list[SpanItem]] | None:
     if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
         return None
     try:
-        from collector.extract import _wire  # type: ignore[attr-defined]
+        from tooltrail.collector.extract import _wire  # type: ignore[attr-defined]
     except ImportError:
         return None
     _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
@@ -236,7 +236,7 @@ span_views: Callable[[ExportTraceServiceRequest], list[SpanItem]] = (
 def walk_description() -> str:
     """One line saying which walk extraction runs, for `serve`'s log."""
     if COMPILED_WALK is not None:
-        return "extraction walks OTLP with the compiled walk (collector.extract._wire)"
+        return "extraction walks OTLP with the compiled walk (tooltrail.collector.extract._wire)"
     why = ("TOOLTRAIL_PURE_PYTHON=1" if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1"
            else "the C extension was not built")
     return f"extraction walks OTLP in pure Python, slower ({why})"

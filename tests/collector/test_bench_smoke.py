@@ -13,17 +13,17 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.bench.floor import run_floor, tool_rows
-from collector.bench.ingest import DEFAULT_PATHS
-from collector.bench.traffic import TOOLS, RequestFactory, Shape
-from collector.extract import ExtractOptions, extract
-from collector.readers import read_logs
+from tooltrail.collector.bench.floor import run_floor, tool_rows
+from tooltrail.collector.bench.ingest import DEFAULT_PATHS
+from tooltrail.collector.bench.traffic import TOOLS, RequestFactory, Shape
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.readers import read_logs
 from tests.collector.receivers.test_logs_extract import trajectory
 from tests.conftest import drop_postgres_database, new_postgres_database
 
 
 def run(*args: str, timeout: float = 240) -> str:
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", *args],
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "bench", *args],
                           capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -79,7 +79,7 @@ def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:
               "--server-python", sys.executable)
     assert re.search(r"server interpreter\s+" + re.escape(sys.executable) + "\n", out), out
     assert re.search(r"grpc: acknowledged missing from store\s+0\n", out), out
-    refused = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "ingest",
+    refused = subprocess.run([sys.executable, "-m", "tooltrail", "bench", "ingest",
                               "--server-python", sys.executable, "--signals-ab", "1"],
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2, refused.stderr
@@ -171,7 +171,7 @@ def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
     import os
     import time
 
-    from collector.bench import memory
+    from tooltrail.collector.bench import memory
 
     me = os.getpid()
     reads = {"rss": 0, "pss": 0}
@@ -201,7 +201,7 @@ def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_bench_soak_prints_each_minute_and_the_verdict(store: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "soak", "--store",
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "bench", "soak", "--store",
                            store, "--minutes", "3", "--minute-seconds", "1", "--clients", "2"],
                           capture_output=True, text=True, timeout=240, check=False)
     out = done.stdout

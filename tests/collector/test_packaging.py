@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-import collector
+import tooltrail.collector
 from tests.dist import Dist, built, package_files
 
 
@@ -25,11 +25,11 @@ def test_the_built_wheel(dist: Dist) -> None:
                     if "Warning" in line and "Location" not in line]  # pip's index notes aside
     assert not backend_said, backend_said
     with zipfile.ZipFile(dist.wheel) as archive:
-        info = f"tooltrail-{collector.__version__}.dist-info"
+        info = f"tooltrail-{tooltrail.collector.__version__}.dist-info"
         metadata = archive.read(f"{info}/METADATA").decode()
         license_text = archive.read(f"{info}/licenses/LICENSE").decode()
     headers = metadata.split("\n\n", 1)[0].splitlines()
-    assert f"Version: {collector.__version__}" in headers
+    assert f"Version: {tooltrail.collector.__version__}" in headers
     assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
     assert not any(h.startswith("Classifier: License ::") for h in headers)
     for version in ("3.11", "3.13"):
@@ -47,7 +47,7 @@ def test_every_package_file_is_shipped(dist: Dist) -> None:
     with zipfile.ZipFile(dist.wheel) as archive:
         in_wheel = set(archive.namelist())
     with tarfile.open(dist.sdist) as archive:
-        top = f"tooltrail-{collector.__version__}/"
+        top = f"tooltrail-{tooltrail.collector.__version__}/"
         in_sdist = {m.name.removeprefix(top) for m in archive.getmembers() if m.isfile()}
     # C sources are the extension's build input: in the sdist, compiled into the wheel
     assert [f for f in files if f not in in_wheel and not f.endswith(".c")] == []

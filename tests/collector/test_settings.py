@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collector import cli
-from collector.config import Settings, SettingsError
+from tooltrail.collector import cli
+from tooltrail.collector.config import Settings, SettingsError
 
 LAYERS = ("default", "file", "env", "flag")
 DEFAULT_PORT = Settings.model_fields["http_port"].default

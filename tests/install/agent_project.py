@@ -13,11 +13,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-import collector
-import matcher
-from collector.capture.record import agent_turn
-from collector.otlp_file import OTLPJsonLinesSpanExporter
-from matcher import Call, Trajectory, parse_expectation, score
+import tooltrail.collector
+import tooltrail.matcher
+from tooltrail.collector.capture.record import agent_turn
+from tooltrail.collector.otlp_file import OTLPJsonLinesSpanExporter
+from tooltrail.matcher import Call, Trajectory, parse_expectation, score
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     trajectory = Trajectory([[Call("lookup_order", {"order_id": 42}),
                               Call("issue_refund", {"amount": 19.99})]])
     print(json.dumps({"passed": [r.passed for r in score(expectation, trajectory)],
-                      "modules": [collector.__file__, matcher.__file__]}))
+                      "modules": [tooltrail.collector.__file__, tooltrail.matcher.__file__]}))
 
 
 if __name__ == "__main__":

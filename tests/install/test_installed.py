@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collector.bench.process import serve
+from tooltrail.collector.bench.process import serve
 from tests.dist import ROOT, built
 
 pytestmark = pytest.mark.install

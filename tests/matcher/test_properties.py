@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matcher import (
+from tooltrail.matcher import (
     Call,
     Expectation,
     Result,
@@ -21,7 +21,7 @@ from matcher import (
     parse_expectation,
     score,
 )
-from matcher.expected import ExpectedCall
+from tooltrail.matcher.expected import ExpectedCall
 from tests.matcher.test_shares import reference_share
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")

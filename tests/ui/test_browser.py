@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from collector.ui.report import render_report
+from tooltrail.collector.ui.report import render_report
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_request
 from tests.ui.browser import artifacts, chromium

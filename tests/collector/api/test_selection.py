@@ -8,8 +8,8 @@ from __future__ import annotations
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import create_engine
 
-from collector.api.selection import selection
-from matcher import parse_expectation
+from tooltrail.collector.api.selection import selection
+from tooltrail.matcher import parse_expectation
 from tests.server import running_server
 from tests.spans import ToolStep, agent_turn, provider
 

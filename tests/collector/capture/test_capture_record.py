@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from collector.capture.record import agent_turn
-from collector.extract import extract, reconcile
+from tooltrail.collector.capture.record import agent_turn
+from tooltrail.collector.extract import extract, reconcile
 from tests.server import Server, running_server
 from tests.spans import capture, provider, to_request
 

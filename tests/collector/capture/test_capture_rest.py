@@ -13,8 +13,8 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import func, select
 
-from collector.store.db import make_engine
-from collector.store.tables import tool_calls
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import tool_calls
 from tests.server import Server, running_server
 
 FOLDER = Path(__file__).resolve().parents[2] / "captures" / "adk_events"

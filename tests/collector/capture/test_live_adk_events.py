@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collector.capture.adk_events import read_events
+from tooltrail.collector.capture.adk_events import read_events
 from tests.collector.capture.test_capture_adk_events import EXPECTED, FOLDER, turns
 
 

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from collector.bench.ingest import committed_calls, missing_acknowledged
-from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
-from collector.bench.traffic import RequestFactory, Shape
-from collector.store.db import make_engine
+from tooltrail.collector.bench.ingest import committed_calls, missing_acknowledged
+from tooltrail.collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.store.db import make_engine
 from tests.server import running_server
 
 

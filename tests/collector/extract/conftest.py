@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.extract import otlp
+from tooltrail.collector.extract import otlp
 
 WALKS = {"pure": otlp.pure_span_views}
 if otlp.COMPILED_WALK is not None:

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.errors import InvalidPayload
-from collector.extract import ExtractOptions, otlp
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract import ExtractOptions, otlp
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
 from tests.collector.durability.test_fuzz_ingest import SEED_PB, mutated_bytes, mutated_json
 from tests.collector.extract import extract_corpus as corpus
 

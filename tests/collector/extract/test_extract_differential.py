@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from collector.extract import extract
+from tooltrail.collector.extract import extract
 from tests.collector.extract import extract_corpus as corpus
 
 DIGESTS = Path(__file__).with_name("extract_digests.txt")

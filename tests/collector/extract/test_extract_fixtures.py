@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract import extract
-from collector.extract.approvals import interrupt_calls
-from collector.extract.otlp import iter_spans, span_view
-from collector.extract.reconcile import place, settle
-from collector.extract_report import read_request
-from collector.model import Batch, ToolCall
+from tooltrail.collector.extract import extract
+from tooltrail.collector.extract.approvals import interrupt_calls
+from tooltrail.collector.extract.otlp import iter_spans, span_view
+from tooltrail.collector.extract.reconcile import place, settle
+from tooltrail.collector.extract_report import read_request
+from tooltrail.collector.model import Batch, ToolCall
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 FIXTURES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").exists())

@@ -26,8 +26,8 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from collector.extract import ExtractOptions, extract, reconcile
-from collector.model import Batch, ToolCall
+from tooltrail.collector.extract import ExtractOptions, extract, reconcile
+from tooltrail.collector.model import Batch, ToolCall
 from tests.server import Server, running_server
 from tests.spans import capture, provider, to_request
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from opentelemetry.trace import SpanKind
 
-from collector.extract import extract
-from collector.extract.reconcile import reconcile
+from tooltrail.collector.extract import extract
+from tooltrail.collector.extract.reconcile import reconcile
 from tests.spans import capture, to_request
 
 ENVELOPES = [

@@ -20,8 +20,8 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from collector.capture.record import agent_turn
-from collector.otlp_file import OTLPJsonLinesSpanExporter
+from tooltrail.collector.capture.record import agent_turn
+from tooltrail.collector.otlp_file import OTLPJsonLinesSpanExporter
 from tests.collector.suites.checkutil import run, run_json, verdicts
 
 SUITE = """

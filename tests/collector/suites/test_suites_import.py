@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collector.suites.importers import (
+from tooltrail.collector.suites.importers import (
     Context,
     ImportFailure,
     import_agentevals,
@@ -17,7 +17,7 @@ from collector.suites.importers import (
     import_file,
     import_kagent,
 )
-from collector.suites.suite import parse_suite
+from tooltrail.collector.suites.suite import parse_suite
 from tests.collector.suites.checkutil import (
     CAPTURES,
     run,

@@ -13,10 +13,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import Engine, func, select
 
-from collector.bench.seed import seed
-from collector.store.db import make_engine
-from collector.store.jobs import get_job
-from collector.store.tables import conversations, results
+from tooltrail.collector.bench.seed import seed
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.jobs import get_job
+from tooltrail.collector.store.tables import conversations, results
 from tests.server import Server, running_server, running_workers
 from tests.spans import ToolStep, agent_turn, provider
 
