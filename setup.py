@@ -1,4 +1,4 @@
-"""The optional compiled walk (collector/extract/_wire.c): built when a C compiler and the
+"""The optional compiled walk (collector/extract/_wire.c, tooltrail.collector.extract._wire): built when a C compiler and the
 Python headers are there; otherwise the install goes on with a warning and the pure walk runs."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("tooltrail.collector.extract._wire", ["collector/extract/_wire.c"],
+    ext_modules=[Extension("tooltrail.collector.extract._wire", ["tooltrail/collector/extract/_wire.c"],
                            extra_compile_args=["-O2"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

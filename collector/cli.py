@@ -96,7 +96,8 @@ class Registry:
 
 # modules that register subcommands or bench targets, each with `register(registry)` (imported
 # whenever the parser is built: they import what their commands need inside the commands)
-EXTENSIONS: tuple[str, ...] = ("tooltrail.collector.suites.cli", "tooltrail.collector.governance.cli")
+EXTENSIONS: tuple[str, ...] = ("tooltrail.collector.suites.cli",
+                               "tooltrail.collector.governance.cli")
 
 
 def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
@@ -465,5 +466,5 @@ def main(argv: list[str] | None = None) -> int:
     return 130
 
 
-if __name__ == "__main__":  # `python -m tooltrail`: run the one module extensions import
+if __name__ == "__main__":  # `-m tooltrail.collector.cli`: run the one module extensions import
     sys.exit(importlib.import_module("tooltrail.collector.cli").main())

@@ -43,20 +43,37 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# public name -> the module that defines it
-_MATCHER = ("Call", "Counts", "Difference", "Expectation", "ExpectedCall", "InvalidExpectation",
-            "InvalidTrajectory", "Result", "Selector", "Trajectory", "TurnSpec",
-            "decode_json_text", "expectation_from_calls", "expectation_from_trajectory",
-            "micro_summary", "parse_expectation", "parse_expectation_text", "parse_selector",
-            "score", "trajectory_from_json")
-_HOMES: dict[str, str] = {
-    "agent_turn": "tooltrail.collector.capture.record",
-    "Turn": "tooltrail.collector.capture.record",
-    "OTLPJsonLinesSpanExporter": "tooltrail.collector.otlp_file",
-    **dict.fromkeys(_MATCHER, "tooltrail.matcher"),
-}
-
-__all__ = sorted(_HOMES)
+__all__ = [
+    "Call",
+    "Counts",
+    "Difference",
+    "Expectation",
+    "ExpectedCall",
+    "InvalidExpectation",
+    "InvalidTrajectory",
+    "OTLPJsonLinesSpanExporter",
+    "Result",
+    "Selector",
+    "Trajectory",
+    "Turn",
+    "TurnSpec",
+    "agent_turn",
+    "decode_json_text",
+    "expectation_from_calls",
+    "expectation_from_trajectory",
+    "micro_summary",
+    "parse_expectation",
+    "parse_expectation_text",
+    "parse_selector",
+    "score",
+    "trajectory_from_json",
+]
+# where each name is defined: the recording helper and the file exporter in the collector, the
+# rest is the matcher's API
+_HOMES = {name: "tooltrail.matcher" for name in __all__}
+_HOMES.update({"agent_turn": "tooltrail.collector.capture.record",
+               "Turn": "tooltrail.collector.capture.record",
+               "OTLPJsonLinesSpanExporter": "tooltrail.collector.otlp_file"})
 
 
 def __getattr__(name: str) -> Any:

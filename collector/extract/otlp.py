@@ -11,7 +11,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from tooltrail.collector.extract.decoding import DUPLICATE_KEY, INVALID_TEXT, TOO_DEEP, non_finite, note
+from tooltrail.collector.extract.decoding import (
+    DUPLICATE_KEY,
+    INVALID_TEXT,
+    TOO_DEEP,
+    non_finite,
+    note,
+)
 from tooltrail.collector.model import RejectedSpan, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into

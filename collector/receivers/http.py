@@ -10,7 +10,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.requests import ClientDisconnect
 
-from tooltrail.collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, UnsupportedMediaType
+from tooltrail.collector.errors import (
+    InvalidPayload,
+    Overloaded,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from tooltrail.collector.ingest import Ingest, admitted
 from tooltrail.collector.receivers.codec import (
     PROTOBUF,

@@ -82,7 +82,10 @@ def insert(conn: Connection, entries: Sequence[Archived],
     id): one of this group's (`turn_ids`), or one stored before. A trace with no turn yet is
     not kept (its spans are not read back). What is stored already is skipped (the caller owns
     the transaction)."""
-    from tooltrail.collector.store.persist import insert_ignore, lookup  # persist imports this module
+    from tooltrail.collector.store.persist import (  # persist imports this module
+        insert_ignore,
+        lookup,
+    )
 
     others = sorted({t for e in entries for t in e.trace_ids if t not in turn_ids})
     if others:

@@ -44,7 +44,13 @@ from tooltrail.collector.store.rows import (
     PreparedBatch,
     prepare,
 )
-from tooltrail.collector.store.tables import conversations, ingest_errors, metadata, tool_calls, turns
+from tooltrail.collector.store.tables import (
+    conversations,
+    ingest_errors,
+    metadata,
+    tool_calls,
+    turns,
+)
 
 # Every column a writer fills, in table order (the surrogate `id` is the database's).
 CALL_COLUMNS = tuple(c.name for c in tool_calls.c if c.name != "id")
@@ -53,7 +59,8 @@ COUNTERS = ("turn_count", "call_count", "error_count", "change_seq", "scored_seq
 STATUS = CALL_FIELDS.index("status")
 EXECUTED = CALL_FIELDS.index("executed")
 if ("conversation_id", "turn_id", *CALL_FIELDS) != CALL_COLUMNS:
-    raise RuntimeError("tooltrail.collector.store.rows.CALL_FIELDS differs from the tool_calls table")
+    raise RuntimeError("tooltrail.collector.store.rows.CALL_FIELDS differs from the "
+                       "tool_calls table")
 
 
 class ShownCounts(NamedTuple):

@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tooltrail.collector.cli import Program, Registry
-from tooltrail.collector.clihelp import API_KEY_HELP, CONVENTIONS_HELP, PROJECT_HELP, HelpFormatter, Parser
+from tooltrail.collector.clihelp import (
+    API_KEY_HELP,
+    CONVENTIONS_HELP,
+    PROJECT_HELP,
+    HelpFormatter,
+    Parser,
+)
 from tooltrail.collector.suites.report import EXIT_ERROR
 
 if TYPE_CHECKING:

@@ -28,7 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tooltrail.collector.clihelp import API_KEY_ENV, API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
+from tooltrail.collector.clihelp import (
+    API_KEY_ENV,
+    API_KEY_HELP,
+    PROJECT_HELP,
+    HelpFormatter,
+    Parser,
+)
 from tooltrail.collector.suites.report import Check, Report
 from tooltrail.collector.suites.suite import Suite, SuiteError, load_suite
 from tooltrail.matcher import parse_expectation

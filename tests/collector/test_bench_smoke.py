@@ -13,13 +13,13 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.collector.receivers.test_logs_extract import trajectory
+from tests.conftest import drop_postgres_database, new_postgres_database
 from tooltrail.collector.bench.floor import run_floor, tool_rows
 from tooltrail.collector.bench.ingest import DEFAULT_PATHS
 from tooltrail.collector.bench.traffic import TOOLS, RequestFactory, Shape
 from tooltrail.collector.extract import ExtractOptions, extract
 from tooltrail.collector.readers import read_logs
-from tests.collector.receivers.test_logs_extract import trajectory
-from tests.conftest import drop_postgres_database, new_postgres_database
 
 
 def run(*args: str, timeout: float = 240) -> str:

@@ -12,6 +12,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from tests.collector.suites.checkutil import CAPTURES, otlp_json_line
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector import conversation_view
 from tooltrail.collector.api import convert
 from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
@@ -22,8 +24,6 @@ from tooltrail.collector.store.persist import write_prepared
 from tooltrail.collector.store.rows import prepare
 from tooltrail.collector.suites import bench, run
 from tooltrail.collector.suites.inputs import Read, read_input
-from tests.collector.suites.checkutil import CAPTURES, otlp_json_line
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 ALL = 1 << 30
 

@@ -21,6 +21,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.conftest import fresh_database
+from tests.server import FAST, Server, running_server
+from tests.spans import ToolStep, agent_turn, capture, provider, to_request
 from tooltrail.collector.bench.process import _stop
 from tooltrail.collector.errors import Overloaded
 from tooltrail.collector.extract import ExtractOptions
@@ -31,9 +34,6 @@ from tooltrail.collector.receivers.codec import decode_body
 from tooltrail.collector.store.db import at_head, make_engine
 from tooltrail.collector.store.rows import prepare
 from tooltrail.collector.worker import MAX_BACKOFF, Worker
-from tests.conftest import fresh_database
-from tests.server import FAST, Server, running_server
-from tests.spans import ToolStep, agent_turn, capture, provider, to_request
 
 EXPECTATION = {"id": "obs", "selector": {"conversation": "obs-*"}, "match": "subset",
                "calls": [{"name": "lookup"}]}

@@ -16,6 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import func, select
 
+from tests.collector.suites.checkutil import run, run_json, verdicts
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, to_request
 from tooltrail.collector import conversation_view
 from tooltrail.collector.capture.explicit import explicit_batch
 from tooltrail.collector.extract import ExtractOptions, extract
@@ -28,9 +31,6 @@ from tooltrail.collector.store.tables import (
     tool_calls,
     turns,
 )
-from tests.collector.suites.checkutil import run, run_json, verdicts
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, to_request
 
 
 def spans_of(project: str | None, service: str, key: str, tools: list[ToolStep]) -> bytes:

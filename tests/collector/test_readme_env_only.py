@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from tooltrail.collector.cli import registry
 from tests.server import Server, running_server
+from tooltrail.collector.cli import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

@@ -23,9 +23,9 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from tooltrail.collector.config import Settings
 from tests.dist import PACKAGES, SOURCES
 from tests.server import Server, running_server
+from tooltrail.collector.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tooltrail.matcher.assign import has_perfect_matching, lcs_chain, max_matching, optimal_assignment
+from tooltrail.matcher.assign import (
+    has_perfect_matching,
+    lcs_chain,
+    max_matching,
+    optimal_assignment,
+)
 
 FAST = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.matcher.test_shares import reference_share
 from tooltrail.matcher import (
     Call,
     Expectation,
@@ -22,7 +23,6 @@ from tooltrail.matcher import (
     score,
 )
 from tooltrail.matcher.expected import ExpectedCall
-from tests.matcher.test_shares import reference_share
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
 ARG_MODES = ("ignore", "partial", "exact")

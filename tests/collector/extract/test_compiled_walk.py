@@ -14,11 +14,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.collector.durability.test_fuzz_ingest import SEED_PB, mutated_bytes, mutated_json
+from tests.collector.extract import extract_corpus as corpus
 from tooltrail.collector.errors import InvalidPayload
 from tooltrail.collector.extract import ExtractOptions, otlp
 from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
-from tests.collector.durability.test_fuzz_ingest import SEED_PB, mutated_bytes, mutated_json
-from tests.collector.extract import extract_corpus as corpus
 
 pytestmark = pytest.mark.skipif(otlp.COMPILED_WALK is None and os.environ.get("CI") != "true",
                                 reason="the compiled walk is not built")

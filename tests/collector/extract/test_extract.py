@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.extract import ExtractOptions, extract
 from tooltrail.collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 
 def test_tool_calls_fields_and_conversation_from_root() -> None:

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
+from tests.collector.extract.test_extract_fixtures import CAPTURES, expected_turns, load
 from tooltrail.collector.cli import main as tooltrail
 from tooltrail.collector.extract import ExtractOptions, extract
 from tooltrail.collector.extract_report import file_report
 from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.persist import write_batches
-from tests.collector.extract.test_extract_fixtures import CAPTURES, expected_turns, load
 
 
 def main(argv: list[str]) -> int:

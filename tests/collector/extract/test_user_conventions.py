@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.spans import capture, to_otlp_json, to_request
 from tooltrail.collector.cli import main
 from tooltrail.collector.extract import ExtractOptions, extract
 from tooltrail.collector.extract.conventions import ConventionsError, read_conventions
 from tooltrail.collector.model import Batch
-from tests.spans import capture, to_otlp_json, to_request
 
 ACME = """\
 conventions:

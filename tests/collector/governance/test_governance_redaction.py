@@ -14,6 +14,9 @@ import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+from tests.collector.dbscan import where_found
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, provider
 from tooltrail.collector.governance.redaction import (
     MASK,
     KeyRule,
@@ -25,9 +28,6 @@ from tooltrail.collector.governance.redaction import (
 )
 from tooltrail.collector.model import Batch, ToolCall, TraceInfo
 from tooltrail.collector.store.rows import CALL_FIELDS, prepare
-from tests.collector.dbscan import where_found
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, provider
 
 SECRET = "test-redaction-secret"
 EMAIL = "jane.doe@example.com"

@@ -16,6 +16,9 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import Engine, func, select
 
+from tests.collector.dbscan import rows_as_text, where_found
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.extract import ExtractOptions, extract
 from tooltrail.collector.governance import retention
 from tooltrail.collector.metrics import Metrics
@@ -24,9 +27,6 @@ from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.persist import write_batches
 from tooltrail.collector.store.tables import conversations, metadata, turns
 from tooltrail.collector.worker import Worker
-from tests.collector.dbscan import rows_as_text, where_found
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 EXPECTATION = {"id": "any-lookup", "selector": {"conversation": "*"}, "match": "superset",
                "calls": [{"name": "lookup_order"}]}

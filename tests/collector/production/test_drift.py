@@ -7,9 +7,9 @@ import random
 
 import pytest
 
+from tests.fresh import fresh_json
 from tooltrail.collector.production.counts import Counts, TurnSignal
 from tooltrail.collector.production.drift import Thresholds, drift, jensen_shannon
-from tests.fresh import fresh_json
 
 TOOLS = ("search", "lookup", "refund")
 MIX = (0.5, 0.3, 0.2)

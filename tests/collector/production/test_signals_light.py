@@ -14,6 +14,12 @@ import psycopg
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DataError
 
+from tests.collector.extract.extract_corpus import (
+    CAPTURE_OPTIONS,
+    capture_files,
+    read_request,
+    request,
+)
 from tooltrail.collector import conversation_view
 from tooltrail.collector.capture.explicit import explicit_batch
 from tooltrail.collector.extract import extract
@@ -26,12 +32,6 @@ from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.persist import write_batches
 from tooltrail.collector.store.tables import conversations, signal_buckets, signal_turns, tool_calls
 from tooltrail.matcher import Trajectory
-from tests.collector.extract.extract_corpus import (
-    CAPTURE_OPTIONS,
-    capture_files,
-    read_request,
-    request,
-)
 
 RANDOM_REQUESTS = 240
 SEED = 19

@@ -8,6 +8,7 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import Engine, func, inspect, select
 
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.extract import extract
 from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 from tooltrail.collector.production import signals
@@ -15,7 +16,6 @@ from tooltrail.collector.store import leases, production
 from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.persist import write_batches
 from tooltrail.collector.store.tables import conversations, signal_buckets, signal_turns
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 
 def record_all(engine: Engine) -> None:

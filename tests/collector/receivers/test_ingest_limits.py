@@ -21,6 +21,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.errors import InvalidPayload, Overloaded, StoreUnavailable
 from tooltrail.collector.extract import extract
 from tooltrail.collector.metrics import Metrics
@@ -29,8 +31,6 @@ from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.persist import MAX_ARGUMENTS, prepare, prune_ingest_errors
 from tooltrail.collector.store.tables import ingest_errors
 from tooltrail.collector.store.writer import Writer, classify
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 PB = {"content-type": "application/x-protobuf"}
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

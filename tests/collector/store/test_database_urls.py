@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tooltrail.collector.store.db import at_head, make_engine, normalise_url
 from tests.conftest import drop_postgres_database, new_postgres_database
+from tooltrail.collector.store.db import at_head, make_engine, normalise_url
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import Engine, func, inspect, select
 
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.extract import ExtractOptions, conventions
 from tooltrail.collector.ingest import Pipeline, run_pipeline
 from tooltrail.collector.metrics import Metrics
@@ -30,7 +31,6 @@ from tooltrail.collector.store.tables import (
     tool_calls,
 )
 from tooltrail.collector.worker import Worker
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 PROTOBUF = "application/x-protobuf"
 

@@ -6,13 +6,13 @@ import time
 
 from sqlalchemy import Connection, func, inspect, select
 
+from tests.spans import ToolStep, agent_turn, capture, to_request
 from tooltrail.collector.extract import extract
 from tooltrail.collector.model import Batch
 from tooltrail.collector.store.db import at_head, make_engine, migrate
 from tooltrail.collector.store.persist import write_batches
 from tooltrail.collector.store.rows import CALL_FIELDS
 from tooltrail.collector.store.tables import conversations, tool_calls, turns
-from tests.spans import ToolStep, agent_turn, capture, to_request
 
 
 def test_migrations_reach_head_and_create_every_table(database_url: str) -> None:

@@ -12,9 +12,11 @@ from pathlib import Path
 import tooltrail.collector.store
 from tests.fresh import fresh_json
 
-FORBIDDEN = ("tooltrail.collector.extract", "tooltrail.collector.capture", "tooltrail.collector.scorer", "matcher")
+FORBIDDEN = ("tooltrail.collector.extract", "tooltrail.collector.capture",
+             "tooltrail.collector.scorer", "tooltrail.matcher")
 STORE = Path(tooltrail.collector.store.__file__).parent
-MODULES = sorted(f"tooltrail.collector.store.{m.name}" for m in pkgutil.iter_modules([str(STORE)]))
+MODULES = sorted(f"tooltrail.collector.store.{m.name}"
+                 for m in pkgutil.iter_modules([str(STORE)]))
 
 
 def forbidden(name: str) -> bool:

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
+from tests.server import FAST
 from tooltrail.collector.bench.process import _stop
 from tooltrail.collector.bench.seed import seed
 from tooltrail.collector.metrics import Metrics
@@ -20,7 +21,6 @@ from tooltrail.collector.store import queries
 from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.tables import results
 from tooltrail.collector.worker import Worker
-from tests.server import FAST
 
 EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "subset",
                "calls": [{"name": "lookup_order"}]}

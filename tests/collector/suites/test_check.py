@@ -13,8 +13,6 @@ import jsonschema
 import pytest
 import yaml
 
-from tooltrail.collector.suites.report import REPORT_SCHEMA
-from tooltrail.collector.suites.suite import SuiteError, parse_suite_text
 from tests.collector.suites.checkutil import (
     CAPTURES,
     otlp_json_line,
@@ -25,6 +23,8 @@ from tests.collector.suites.checkutil import (
     write_jsonl,
 )
 from tests.spans import ToolStep
+from tooltrail.collector.suites.report import REPORT_SCHEMA
+from tooltrail.collector.suites.suite import SuiteError, parse_suite_text
 
 SUITE = """
 name: captures

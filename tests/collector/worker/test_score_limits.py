@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.server import Server, running_server
 from tooltrail.collector.api.app import create_app
 from tooltrail.collector.api.routes import score as score_route
 from tooltrail.collector.api.routes.score import (
@@ -22,7 +23,6 @@ from tooltrail.collector.api.routes.score import (
 )
 from tooltrail.collector.config import Settings
 from tooltrail.collector.processes import DeadlineChildren
-from tests.server import Server, running_server
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import time
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from tooltrail.collector.processes import BACKGROUND_NICE
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.processes import BACKGROUND_NICE
 
 STARTED = re.compile(r"scoring worker process (\d+) started")
 EXPECTATION = {"id": "wp", "match": "superset", "calls": [{"name": "lookup_order"}]}
