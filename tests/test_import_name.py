@@ -4,6 +4,7 @@ folder's own name (`collector`, `matcher`, `migrations`), in this process or in 
 and no file of the tree is left for scripts/dev/rename_imports.py to rewrite (an unconverted
 file merged from elsewhere fails here). tests/install uses it from an agent project that has
 its own `collector` and `matcher` packages."""
+# rename_imports: skip (the samples below hold the old names on purpose)
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import tooltrail
 import tooltrail.collector
@@ -90,3 +92,68 @@ def test_the_tree_has_nothing_left_to_rename() -> None:
                            "--check"], capture_output=True, text=True, timeout=120,
                           cwd=ROOT, check=False)
     assert done.returncode == 0, f"files still using the old names:\n{done.stdout}{done.stderr}"
+
+
+def _rename_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("rename_imports",
+                                                  ROOT / "scripts/dev/rename_imports.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+PYTHON_BEFORE = '''"""Prose: collector.store.tables; a command: `python -m collector.cli serve`."""
+import collector.store
+import matcher as m
+from collector.extract import otlp
+from . import collector as local
+from x import collector
+import os, migrations.env
+
+
+def f(collector=None):
+    mock.patch("collector.worker.Worker.run")
+    run = [sys.executable, "-m", "collector.cli", "serve"]
+    code = "import json, matcher; print(matcher.score)"
+    files = ("collector/cli.py", "collector.yaml", "collector")
+    return collector.store.x, m.score  # python -m matcher.bench; collector.x
+'''
+PYTHON_AFTER = '''"""Prose: collector.store.tables; a command: `python -m tooltrail serve`."""
+import tooltrail.collector.store
+import tooltrail.matcher as m
+from tooltrail.collector.extract import otlp
+from . import collector as local
+from x import collector
+import os, tooltrail.migrations.env
+
+
+def f(collector=None):
+    mock.patch("tooltrail.collector.worker.Worker.run")
+    run = [sys.executable, "-m", "tooltrail", "serve"]
+    code = "import json, tooltrail.matcher; print(tooltrail.matcher.score)"
+    files = ("collector/cli.py", "collector.yaml", "collector")
+    return tooltrail.collector.store.x, m.score  # python -m tooltrail.matcher.bench; collector.x
+'''
+PROSE_BEFORE = """Run `python -m collector.cli serve`, or `python -c "import collector.cli"`:
+```python
+from collector.capture.record import agent_turn
+import matcher
+```
+The OTel collector reads collector.yaml; spans from collector to x; COPY collector ./collector
+"""
+PROSE_AFTER = """Run `python -m tooltrail serve`, or `python -c "import tooltrail.collector.cli"`:
+```python
+from tooltrail.collector.capture.record import agent_turn
+import tooltrail.matcher
+```
+The OTel collector reads collector.yaml; spans from collector to x; COPY collector ./collector
+"""
+
+
+def test_the_rename_script_rewrites_module_names_only_and_once() -> None:
+    script = _rename_script()
+    assert script.rewrite_python(PYTHON_BEFORE) == PYTHON_AFTER
+    assert script.rewrite_python(PYTHON_AFTER) == PYTHON_AFTER
+    assert script.rewrite_prose(PROSE_BEFORE) == PROSE_AFTER
+    assert script.rewrite_prose(PROSE_AFTER) == PROSE_AFTER

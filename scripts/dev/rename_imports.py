@@ -10,6 +10,11 @@ can be run on a converted tree and again after merging unconverted files.
     python3 scripts/dev/rename_imports.py            # rewrite in place, list changed files
     python3 scripts/dev/rename_imports.py --check    # list what would change; exit 1 if any
 
+A rewritten import may sort differently (tooltrail.* is first-party, beside tests.*): the
+changed Python files are then sorted with `ruff check --fix --select I` (the ruff of --ruff,
+else the one on PATH or beside this interpreter; skipped with a note when there is none).
+Lines the rewrite made longer than the line limit are left to `ruff check` to report.
+
 What is rewritten:
 - Python code: `import collector.x [as y]`, `from collector.x import y`; in a file with a bare
   `import collector...` (which binds the name `collector`), every use of that name in code.
@@ -34,6 +39,7 @@ from __future__ import annotations
 import argparse
 import io
 import re
+import shutil
 import subprocess
 import sys
 import tokenize
@@ -277,6 +283,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a "
                         "file would change")
+    parser.add_argument("--ruff", help="the ruff that sorts the rewritten imports")
     args = parser.parse_args()
     changed = []
     for path in candidates():
@@ -291,6 +298,16 @@ def main() -> int:
                 path.write_text(new, "utf-8")
     for name in changed:
         print(name)
+    python = [str(ROOT / name) for name in changed if is_python(ROOT / name)]
+    if python and not args.check:
+        ruff = args.ruff or shutil.which("ruff") or shutil.which(
+            "ruff", path=str(Path(sys.executable).parent))
+        if ruff is None:
+            print("note: no ruff found; sort the imports with `ruff check --fix --select I`",
+                  file=sys.stderr)
+        else:
+            subprocess.run([ruff, "check", "--quiet", "--fix", "--select", "I", *python],
+                           cwd=ROOT, check=False)
     return 1 if args.check and changed else 0
 
 
