@@ -1,5 +1,6 @@
-"""The optional compiled walk (collector/extract/_wire.c): built when a C compiler and the
-Python headers are there; otherwise the install goes on with a warning and the pure walk runs."""
+"""The optional compiled walk (collector/extract/_wire.c, the module
+tooltrail.collector.extract._wire): built when a C compiler and the Python headers are there;
+otherwise the install goes on with a warning and the pure walk runs."""
 
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ class OptionalBuildExt(build_ext):
 
 
 setup(
-    ext_modules=[Extension("collector.extract._wire", ["collector/extract/_wire.c"],
+    ext_modules=[Extension("tooltrail.collector.extract._wire",
+                           ["tooltrail/collector/extract/_wire.c"],
                            extra_compile_args=["-O2"], optional=True)],
     cmdclass={"build_ext": OptionalBuildExt},
 )

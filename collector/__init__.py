@@ -1,3 +1,3 @@
 """tooltrail collector: OTLP receivers, extraction, store, worker and REST API."""
 
-__version__ = "0.1.0"
+from tooltrail import __version__ as __version__  # one version: tooltrail.__version__

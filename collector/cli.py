@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from collector import __version__
-from collector.clihelp import CONVENTIONS_HELP, Parser, usage_error
+from tooltrail.collector import __version__
+from tooltrail.collector.clihelp import CONVENTIONS_HELP, Parser, usage_error
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
-    from collector.config import Settings
+    from tooltrail.collector.config import Settings
 
 log = logging.getLogger("tooltrail")
 
@@ -96,13 +96,14 @@ class Registry:
 
 # modules that register subcommands or bench targets, each with `register(registry)` (imported
 # whenever the parser is built: they import what their commands need inside the commands)
-EXTENSIONS: tuple[str, ...] = ("collector.suites.cli", "collector.governance.cli")
+EXTENSIONS: tuple[str, ...] = ("tooltrail.collector.suites.cli",
+                               "tooltrail.collector.governance.cli")
 
 
 def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) -> None:
     """One flag per named Settings field (`--database-url`, `--no-worker`, …), with its default
     and environment variable in the help; unset flags stay None."""
-    from collector.config import Settings, env_name
+    from tooltrail.collector.config import Settings, env_name
 
     parser.add_argument(
         "--config", metavar="FILE",
@@ -131,20 +132,20 @@ def add_settings_flags(parser: argparse.ArgumentParser, names: tuple[str, ...]) 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Settings from the environment, the config file and the flags given."""
-    from collector.config import Settings
+    from tooltrail.collector.config import Settings
 
     overrides = {name: getattr(args, name, None) for name in Settings.model_fields}
     return Settings.load(getattr(args, "config", None), **overrides)
 
 
 def setup_logging(level: str, log_format: str = "text") -> None:
-    from collector import logs
+    from tooltrail.collector import logs
 
     logs.setup(level, log_format)
 
 
 def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
-    from collector.store.db import migrate
+    from tooltrail.collector.store.db import migrate
 
     migrate(settings.database_url, settings.project)
     log.info("database at head: %s", _safe_url(settings.database_url))
@@ -154,18 +155,18 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from collector.api.app import create_app
-    from collector.apikeys import ApiKeys
-    from collector.extract.otlp import walk_description
-    from collector.service import Service
-    from collector.store.db import migrate
+    from tooltrail.collector.api.app import create_app
+    from tooltrail.collector.apikeys import ApiKeys
+    from tooltrail.collector.extract.otlp import walk_description
+    from tooltrail.collector.service import Service
+    from tooltrail.collector.store.db import migrate
 
     try:  # read before anything starts: a bad keys file is one line, not create_app's traceback
         ApiKeys.parse(settings.api_keys, settings.api_keys_file)
     except (OSError, ValueError) as exc:
         print(f"tooltrail serve: invalid API keys: {exc}", file=sys.stderr)
         return 2
-    from collector.governance.redaction import RedactionError, load_policy
+    from tooltrail.collector.governance.redaction import RedactionError, load_policy
 
     try:  # the same for the redaction rules
         load_policy(settings.redaction_rules, settings.redaction_secret, settings.span_attributes)
@@ -177,7 +178,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     exposed = exposure_warning(settings)
     if exposed:
         log.warning(exposed)
-    from collector.listen import PortInUse, tcp_listener
+    from tooltrail.collector.listen import PortInUse, tcp_listener
 
     try:  # both ports are bound before anything starts: a taken port is exit 2, not a share
         http_socket = tcp_listener("OTLP/HTTP and the REST API", "--http-port",
@@ -229,12 +230,12 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
-    from collector.api.gauges import ExpectationGauges
-    from collector.health import HealthServer
-    from collector.listen import PortInUse
-    from collector.metrics import Metrics
-    from collector.store.db import make_engine
-    from collector.worker import Worker, WorkerConfig
+    from tooltrail.collector.api.gauges import ExpectationGauges
+    from tooltrail.collector.health import HealthServer
+    from tooltrail.collector.listen import PortInUse
+    from tooltrail.collector.metrics import Metrics
+    from tooltrail.collector.store.db import make_engine
+    from tooltrail.collector.worker import Worker, WorkerConfig
 
     async def run() -> None:
         engine = make_engine(settings.database_url)
@@ -358,10 +359,10 @@ def cmd_extract(settings: Settings, args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from collector import extract_report
-    from collector.errors import InvalidPayload
-    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.extract.conventions import given_conventions
+    from tooltrail.collector import extract_report
+    from tooltrail.collector.errors import InvalidPayload
+    from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from tooltrail.collector.extract.conventions import given_conventions
 
     try:
         if args.file and not args.database_url:
@@ -405,13 +406,13 @@ REGISTRY.add(Command(
     "bench", "benchmarks (`tooltrail bench TARGET --help`)", cmd_bench,
     arguments=add_bench_arguments,
 ))
-REGISTRY.add_bench("matcher", "matcher.bench")
-REGISTRY.add_bench("ingest", "collector.bench.ingest")
-REGISTRY.add_bench("extract", "collector.bench.extract")
-REGISTRY.add_bench("scoring", "collector.bench.scoring")
-REGISTRY.add_bench("ui", "collector.bench.ui")
-REGISTRY.add_bench("capture", "collector.bench.capture")
-REGISTRY.add_bench("soak", "collector.bench.soak")
+REGISTRY.add_bench("matcher", "tooltrail.matcher.bench")
+REGISTRY.add_bench("ingest", "tooltrail.collector.bench.ingest")
+REGISTRY.add_bench("extract", "tooltrail.collector.bench.extract")
+REGISTRY.add_bench("scoring", "tooltrail.collector.bench.scoring")
+REGISTRY.add_bench("ui", "tooltrail.collector.bench.ui")
+REGISTRY.add_bench("capture", "tooltrail.collector.bench.capture")
+REGISTRY.add_bench("soak", "tooltrail.collector.bench.soak")
 REGISTRY.add(Command(
     "extract", "show what each span (or event) contributed, and why not", cmd_extract,
     arguments=add_extract_arguments,
@@ -441,7 +442,7 @@ def build_parser(registry: Registry) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `tooltrail` console script."""
-    from collector.config import SettingsError
+    from tooltrail.collector.config import SettingsError
 
     argv = sys.argv[1:] if argv is None else argv
     commands = registry()
@@ -467,5 +468,5 @@ def main(argv: list[str] | None = None) -> int:
     return 130
 
 
-if __name__ == "__main__":  # `python -m collector.cli`: run the one module extensions import
-    sys.exit(importlib.import_module("collector.cli").main())
+if __name__ == "__main__":  # `-m tooltrail.collector.cli`: run the one module extensions import
+    sys.exit(importlib.import_module("tooltrail.collector.cli").main())

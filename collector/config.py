@@ -34,10 +34,10 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from collector.projects import DEFAULT_PROJECT, project_problem
+from tooltrail.collector.projects import DEFAULT_PROJECT, project_problem
 
 if TYPE_CHECKING:
-    from collector.extract import ExtractOptions
+    from tooltrail.collector.extract import ExtractOptions
 
 MIB = 1024 * 1024
 ENV_PREFIX = "TOOLTRAIL_"
@@ -167,7 +167,7 @@ class Settings(BaseSettings):
     @field_validator("conventions")
     @classmethod
     def _valid_conventions(cls, value: str | None) -> str | None:
-        from collector.extract.conventions import read_conventions
+        from tooltrail.collector.extract.conventions import read_conventions
 
         if value:
             read_conventions(value)  # ConventionsError names the entry and the field
@@ -175,7 +175,7 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _read_conventions(self) -> Settings:
-        from collector.extract.conventions import read_conventions
+        from tooltrail.collector.extract.conventions import read_conventions
 
         # read at start: every extraction (ingest processes, reextract jobs) uses this text
         self._conventions_text = read_conventions(self.conventions) if self.conventions else ""
@@ -183,7 +183,7 @@ class Settings(BaseSettings):
 
     def extract_options(self) -> ExtractOptions:
         """The extraction options these settings give (ingest, capture, reextract jobs)."""
-        from collector.extract import ExtractOptions
+        from tooltrail.collector.extract import ExtractOptions
 
         return ExtractOptions(conversation_keys=tuple(self.conversation_keys),
                               keep_plumbing=self.keep_plumbing, project=self.project,
@@ -242,7 +242,7 @@ class Settings(BaseSettings):
     @field_validator("retention")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
-        from collector.governance.retention import parse_duration
+        from tooltrail.collector.governance.retention import parse_duration
 
         if value is not None:
             parse_duration(value)
@@ -285,7 +285,7 @@ class Settings(BaseSettings):
     @field_validator("export_otlp_headers")
     @classmethod
     def _export_headers(cls, value: list[str]) -> list[str]:
-        from collector.production.evaluation import parse_headers
+        from tooltrail.collector.production.evaluation import parse_headers
 
         parse_headers(value)  # ValueError: `key=value` expected
         return value
@@ -296,7 +296,7 @@ class Settings(BaseSettings):
         from sqlalchemy.engine import make_url
         from sqlalchemy.exc import ArgumentError
 
-        from collector.store.db import normalise_url
+        from tooltrail.collector.store.db import normalise_url
 
         try:
             backend = make_url(normalise_url(value)).get_backend_name()
@@ -346,7 +346,7 @@ class Settings(BaseSettings):
 def _default_conversation_keys() -> tuple[str, ...]:
     """Extraction's own default (one list: `tooltrail extract` and `serve` read the same keys);
     imported when first needed, as extraction imports more than settings need."""
-    from collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
+    from tooltrail.collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
 
     return DEFAULT_CONVERSATION_KEYS
 

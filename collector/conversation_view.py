@@ -16,10 +16,10 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from collector.capture.merge import merged_rows
-from collector.extract.reconcile import reconcile_rows
-from collector.store import queries
-from collector.store.persist import ShownCounts
+from tooltrail.collector.capture.merge import merged_rows
+from tooltrail.collector.extract.reconcile import reconcile_rows
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.persist import ShownCounts
 
 
 def shown_turns(turn_rows: Sequence[dict[str, Any]],

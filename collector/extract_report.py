@@ -15,16 +15,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from collector.capture import adk_events
-from collector.extract import ExtractOptions, analyze, reconcile
-from collector.extract.analyze import SpanNote, describe
-from collector.extract.approvals import UNEXECUTED
-from collector.extract.keys import key_report, render_keys
-from collector.extract.reconcile import call_from_row, place, settle
-from collector.extract.suggest import render_suggestion, suggestion
-from collector.ingest import with_refused
-from collector.model import Batch, ToolCall
-from collector.suites import inputs
+from tooltrail.collector.capture import adk_events
+from tooltrail.collector.extract import ExtractOptions, analyze, reconcile
+from tooltrail.collector.extract.analyze import SpanNote, describe
+from tooltrail.collector.extract.approvals import UNEXECUTED
+from tooltrail.collector.extract.keys import key_report, render_keys
+from tooltrail.collector.extract.reconcile import call_from_row, place, settle
+from tooltrail.collector.extract.suggest import render_suggestion, suggestion
+from tooltrail.collector.ingest import with_refused
+from tooltrail.collector.model import Batch, ToolCall
+from tooltrail.collector.suites import inputs
 
 WIDTH = 120
 
@@ -107,8 +107,8 @@ def trajectory(batch: Batch, fates: dict[str, str]) -> list[dict[str, Any]]:
 
 def stored_report(url: str, key: str) -> dict[str, Any]:
     """A stored conversation: its rows, what reconciliation made of each, and its trajectory."""
-    from collector.conversation_view import shown_turns
-    from collector.store.extraction import stored_conversation
+    from tooltrail.collector.conversation_view import shown_turns
+    from tooltrail.collector.store.extraction import stored_conversation
 
     held = stored_conversation(url, key)
     rows, turns = held.rows, shown_turns(held.turns, held.rows)

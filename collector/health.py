@@ -16,8 +16,8 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from collector.listen import tcp_listener
-from collector.store.db import at_head
+from tooltrail.collector.listen import tcp_listener
+from tooltrail.collector.store.db import at_head
 
 log = logging.getLogger(__name__)
 

@@ -22,14 +22,14 @@ from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, StoreUnavailable
-from collector.extract import ExtractOptions, extract
-from collector.extract.analyze import lossy_counts
-from collector.metrics import Metrics
-from collector.model import Batch, RejectedSpan
-from collector.processes import ChildDied, ProcessPool
-from collector.readers import read_logs, read_metrics
-from collector.trace_requests import split_by_trace, walk
+from tooltrail.collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, StoreUnavailable
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract.analyze import lossy_counts
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.model import Batch, RejectedSpan
+from tooltrail.collector.processes import ChildDied, ProcessPool
+from tooltrail.collector.readers import read_logs, read_metrics
+from tooltrail.collector.trace_requests import split_by_trace, walk
 
 log = logging.getLogger(__name__)
 MAX_ERROR_ROWS = 20  # per request: enough to explain, bounded against hostile input

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.errors import Overloaded
+from tooltrail.collector.errors import Overloaded
 
 __all__ = ["MemorySink", "MemoryTicket"]
 

@@ -30,11 +30,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.model import POSITION_PREFIX, ToolCall
-from collector.store.jsonio import loads
-from collector.store.leases import RESULT_PRESENT, ConversationFacts, TurnOrder
-from collector.store.persist import CALL_COLUMNS, ShownCounts, merge_traces
-from collector.store.rows import CALL_FIELDS, PreparedBatch
+from tooltrail.collector.model import POSITION_PREFIX, ToolCall
+from tooltrail.collector.store.jsonio import loads
+from tooltrail.collector.store.leases import RESULT_PRESENT, ConversationFacts, TurnOrder
+from tooltrail.collector.store.persist import CALL_COLUMNS, ShownCounts, merge_traces
+from tooltrail.collector.store.rows import CALL_FIELDS, PreparedBatch
 
 __all__ = ["MemoryStore"]
 

@@ -24,7 +24,7 @@ from prometheus_client import (
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from collector import __version__
+from tooltrail.collector import __version__
 
 # `_created` series double every counter and histogram and no dashboard reads them
 disable_created_metrics()  # type: ignore[no-untyped-call]

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.projects import DEFAULT_PROJECT
 
 # How sure we are of a trace's conversation key; a higher rank replaces a lower one.
 KEY_FROM_TRACE = 0  # no key seen: the trace id stands in (a one-turn conversation)

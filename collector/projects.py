@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from collector.errors import InvalidPayload
+from tooltrail.collector.errors import InvalidPayload
 
 DEFAULT_PROJECT = "default"
 PROJECT_ATTRIBUTE = "tooltrail.project"  # the OTLP resource attribute naming a span's project

@@ -16,12 +16,12 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
-from collector.extract import ExtractOptions, is_plumbing
-from collector.extract.analyze import lossy_counts
-from collector.extract.decoding import noting
-from collector.extract.log_records import LogCalls, event_name
-from collector.extract.otlp import MAX_TIME_NS, attributes
-from collector.model import Batch, RejectedSpan
+from tooltrail.collector.extract import ExtractOptions, is_plumbing
+from tooltrail.collector.extract.analyze import lossy_counts
+from tooltrail.collector.extract.decoding import noting
+from tooltrail.collector.extract.log_records import LogCalls, event_name
+from tooltrail.collector.extract.otlp import MAX_TIME_NS, attributes
+from tooltrail.collector.model import Batch, RejectedSpan
 
 MAX_NAME = 200
 

@@ -26,17 +26,17 @@ from typing import Any
 import orjson
 from sqlalchemy import Connection, Engine, delete, select
 
-from collector import conversation_view
-from collector.extract import ExtractOptions
-from collector.governance.redaction import load_policy
-from collector.ingest import extract_safely
-from collector.model import Batch
-from collector.store import archive, jobs, leases
-from collector.store.bulk import among
-from collector.store.persist import merge_traces, refresh_conversations, write_prepared
-from collector.store.rows import CALL_FIELDS, PreparedBatch, prepare
-from collector.store.tables import conversations, tool_calls, turns
-from matcher.selector import parse_selector
+from tooltrail.collector import conversation_view
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.governance.redaction import load_policy
+from tooltrail.collector.ingest import extract_safely
+from tooltrail.collector.model import Batch
+from tooltrail.collector.store import archive, jobs, leases
+from tooltrail.collector.store.bulk import among
+from tooltrail.collector.store.persist import merge_traces, refresh_conversations, write_prepared
+from tooltrail.collector.store.rows import CALL_FIELDS, PreparedBatch, prepare
+from tooltrail.collector.store.tables import conversations, tool_calls, turns
+from tooltrail.matcher.selector import parse_selector
 
 log = logging.getLogger(__name__)
 

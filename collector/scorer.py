@@ -17,13 +17,13 @@ from typing import Any, Protocol
 
 from sqlalchemy import Connection
 
-from collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
-from collector.extract.decoding import ArgumentsUnread
-from collector.extract.reconcile import Placed, place, settle
-from collector.model import ToolCall
-from collector.store import leases
-from collector.store.leases import ConversationFacts, TurnOrder, scope_key
-from matcher import Call, Expectation, Result, Trajectory, parse_expectation, score
+from tooltrail.collector.capture.merge import CALL_ACCESS, logical_turns, merge_calls
+from tooltrail.collector.extract.decoding import ArgumentsUnread
+from tooltrail.collector.extract.reconcile import Placed, place, settle
+from tooltrail.collector.model import ToolCall
+from tooltrail.collector.store import leases
+from tooltrail.collector.store.leases import ConversationFacts, TurnOrder, scope_key
+from tooltrail.matcher import Call, Expectation, Result, Trajectory, parse_expectation, score
 
 # A call the model requested that never ran (approval denied, turn limit) is scored as called,
 # but failed: `error: false` specs and `require_no_errors` catch it.

@@ -13,23 +13,23 @@ from functools import partial
 
 from sqlalchemy import Engine
 
-from collector import conversation_view
-from collector.api.auth import ApiKeyInterceptor
-from collector.api.gauges import ExpectationGauges, SignalGauges
-from collector.apikeys import ApiKeys
-from collector.config import Settings
-from collector.governance.redaction import load_policy
-from collector.ingest import Ingest, Offload, Pipeline
-from collector.metrics import Metrics
-from collector.processes import DeadlineChildren
-from collector.receivers.codec import decode_body
-from collector.receivers.grpc import GrpcReceiver
-from collector.store import archive
-from collector.store.db import WalCheckpointer, make_engine
-from collector.store.rows import prepare
-from collector.store.writer import Writer
-from collector.worker import Worker, WorkerConfig
-from collector.worker_process import WorkerProcess
+from tooltrail.collector import conversation_view
+from tooltrail.collector.api.auth import ApiKeyInterceptor
+from tooltrail.collector.api.gauges import ExpectationGauges, SignalGauges
+from tooltrail.collector.apikeys import ApiKeys
+from tooltrail.collector.config import Settings
+from tooltrail.collector.governance.redaction import load_policy
+from tooltrail.collector.ingest import Ingest, Offload, Pipeline
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.processes import DeadlineChildren
+from tooltrail.collector.receivers.codec import decode_body
+from tooltrail.collector.receivers.grpc import GrpcReceiver
+from tooltrail.collector.store import archive
+from tooltrail.collector.store.db import WalCheckpointer, make_engine
+from tooltrail.collector.store.rows import prepare
+from tooltrail.collector.store.writer import Writer
+from tooltrail.collector.worker import Worker, WorkerConfig
+from tooltrail.collector.worker_process import WorkerProcess
 
 SCORING_CHILDREN = 2  # /score requests matched at once; more wait for a child
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from matcher import parse_expectation, score
-from matcher.payload import trajectory_from_json
+from tooltrail.matcher import parse_expectation, score
+from tooltrail.matcher.payload import trajectory_from_json
 
 
 def score_json(expectation: dict[str, Any], trajectory: dict[str, Any]) -> list[dict[str, Any]]:

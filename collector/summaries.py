@@ -7,8 +7,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from collector.store import aggregates
-from matcher.summary import micro_prf
+from tooltrail.collector.store import aggregates
+from tooltrail.matcher.summary import micro_prf
 
 BUCKETS = aggregates.BUCKETS
 

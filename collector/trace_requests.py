@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract.otlp import walk
+from tooltrail.collector.extract.otlp import walk
 
 __all__ = ["split_by_trace", "walk"]
 

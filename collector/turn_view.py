@@ -19,8 +19,8 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Connection
 
-from collector.extract.otlp import any_value
-from collector.store import archive
+from tooltrail.collector.extract.otlp import any_value
+from tooltrail.collector.store import archive
 
 MODEL_OPERATIONS = {"chat", "text_completion", "generate_content"}
 READ = frozenset({"final_result", "gen_ai.input.messages", "gen_ai.output.messages",

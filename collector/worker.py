@@ -18,19 +18,19 @@ from typing import TYPE_CHECKING
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from collector import reextract, scorer
-from collector.governance import retention
-from collector.metrics import Metrics
-from collector.production import evaluation, signals
-from collector.production.evaluation import parse_headers
-from collector.store import jobs, leases, maintenance, production
-from collector.tasks import cancel
-from matcher import Selector, Trajectory
-from matcher.selector import parse_selector
+from tooltrail.collector import reextract, scorer
+from tooltrail.collector.governance import retention
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.production import evaluation, signals
+from tooltrail.collector.production.evaluation import parse_headers
+from tooltrail.collector.store import jobs, leases, maintenance, production
+from tooltrail.collector.tasks import cancel
+from tooltrail.matcher import Selector, Trajectory
+from tooltrail.matcher.selector import parse_selector
 
 if TYPE_CHECKING:
-    from collector.config import Settings
-    from collector.production.export import EvaluationExporter
+    from tooltrail.collector.config import Settings
+    from tooltrail.collector.production.export import EvaluationExporter
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +197,7 @@ class Worker:
         schema either), "schema" (not at head; told the first time), "arrived" (reached head
         only since the round failed: not an error of its own), or None (the round's own error
         is the news). Alembic is imported only here, on failure."""
-        from collector.store.db import schema_revisions
+        from tooltrail.collector.store.db import schema_revisions
 
         try:
             current, head = schema_revisions(self.engine)
@@ -407,7 +407,7 @@ def _exporter(config: WorkerConfig, metrics: Metrics) -> EvaluationExporter | No
     is imported only then)."""
     if not config.export_endpoint:
         return None
-    from collector.production.export import EvaluationExporter
+    from tooltrail.collector.production.export import EvaluationExporter
 
     return EvaluationExporter(config.export_endpoint, dict(config.export_headers),
                               metrics.registry, max_queue=config.export_queue)

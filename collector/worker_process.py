@@ -23,11 +23,11 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from collector import logs
-from collector.metrics import Metrics
-from collector.processes import BACKGROUND_NICE, SPAWN, die_with_parent
-from collector.tasks import cancel
-from collector.worker import WorkerConfig
+from tooltrail.collector import logs
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.processes import BACKGROUND_NICE, SPAWN, die_with_parent
+from tooltrail.collector.tasks import cancel
+from tooltrail.collector.worker import WorkerConfig
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +199,8 @@ class WorkerProcess:
 
 def main(config: dict[str, Any], control: Connection, reports: Connection, parent: int) -> None:
     """The child: score until told to stop or until the server is gone."""
-    from collector.store.db import make_engine
-    from collector.worker import Worker
+    from tooltrail.collector.store.db import make_engine
+    from tooltrail.collector.worker import Worker
 
     die_with_parent(parent, "worker", BACKGROUND_NICE)
     cfg = WorkerConfig(**config)

@@ -6,7 +6,7 @@ A pure library (no I/O). Parse an expectation with `parse_expectation` (or
 scope instance. `micro_summary` aggregates results (micro precision/recall/F1);
 `expectation_from_trajectory` turns a recorded trajectory into a golden
 expectation. The semantics are those of docs/matching.md; `tooltrail bench matcher`
-(`python -m matcher.bench`) measures the speed.
+(`python -m tooltrail.matcher.bench`) measures the speed.
 """
 
 from .capture import expectation_from_calls, expectation_from_trajectory

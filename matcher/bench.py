@@ -2,7 +2,7 @@
 
     tooltrail bench matcher [--sizes 10,100,1000] [--seconds 1.0] [--passing-only]
 
-(`python -m matcher.bench` runs the same, without the service installed.)
+(`python -m tooltrail.matcher.bench` runs the same, without the service installed.)
 
 Trajectories mix a handful of tools with realistic arguments; expectations list
 `partial` arguments with `$approx`, `$regex` and `$in`. Each size and mode is timed

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from alembic import context
 
-from collector.store.db import make_engine
-from collector.store.tables import metadata
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import metadata
 
 config = context.config
 

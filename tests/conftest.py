@@ -2,14 +2,36 @@
 
 from __future__ import annotations
 
+import importlib.abc
 import os
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from importlib.machinery import ModuleSpec
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
+
+
+class OldNames(importlib.abc.MetaPathFinder):
+    """Refuses the folders' own names as top-level modules. The checkout is on the test
+    process's path, so `import collector` would load a second copy of tooltrail.collector
+    (two registries, two sets of classes) instead of failing."""
+
+    OLD = frozenset({"collector", "matcher", "migrations"})
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        if fullname.split(".")[0] in self.OLD:
+            raise ImportError(f"{fullname} is tooltrail.{fullname} (the only name it is "
+                              "installed under; scripts/dev/rename_imports.py rewrites imports)")
+        return None
+
+
+sys.meta_path.insert(0, OldNames())
 
 PG_ADMIN = os.environ.get("TOOLTRAIL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 
@@ -72,7 +94,7 @@ def module_database_url(
 @pytest.fixture
 def pg_url(tmp_path: Path) -> Iterator[str]:
     """An empty PostgreSQL database at the newest schema (PostgreSQL-only tests)."""
-    from collector.store.db import migrate
+    from tooltrail.collector.store.db import migrate
 
     for url in fresh_database("postgres", tmp_path):
         migrate(url)

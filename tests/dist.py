@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # what the sdist is built from: the build reads nothing else, and building in a copy keeps
 # build/ and *.egg-info out of the checkout
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "LICENSE")
-PACKAGES = ("collector", "matcher", "migrations")
+# the folders the packages are made of: tooltrail/ (the one import name) links the others in
+PACKAGES = ("tooltrail", "collector", "matcher", "migrations")
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,16 @@ class Dist:
 
 
 def package_files() -> list[str]:
-    """Every file under the packages, relative to the checkout (caches and the extension an
-    editable install compiles in place aside: a build makes its own)."""
-    return sorted(
-        str(path.relative_to(ROOT)) for package in PACKAGES
-        for path in (ROOT / package).rglob("*")
-        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so")
+    """Every file of the packages as installed (`tooltrail/collector/cli.py` for collector/cli.py;
+    caches and the extension an editable install compiles in place aside: a build makes its
+    own)."""
+    found = [f"tooltrail/{path.relative_to(ROOT)}" for package in PACKAGES[1:]
+             for path in (ROOT / package).rglob("*")]
+    found += [str(path.relative_to(ROOT)) for path in (ROOT / PACKAGES[0]).iterdir()
+              if not path.is_symlink()]
+    return sorted(name for name in found
+                  if (ROOT / name).is_file() and "__pycache__" not in name.split("/")
+                  and not name.endswith(".so"))
 
 
 def _build(out: Path) -> Dist:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from collector.bench.process import ServerProcess, serve, workers
+from tooltrail.collector.bench.process import ServerProcess, serve, workers
 
 FAST = ("--settle-seconds", "0.3", "--worker-poll-seconds", "0.1")
 

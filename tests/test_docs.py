@@ -169,8 +169,8 @@ def test_no_file_cites_the_design_pack_as_if_it_were_here() -> None:
 def test_operations_lists_every_setting_and_command_flags_as_the_cli_has_them() -> None:
     """docs/operations.md's settings table names every Settings field, and its commands table
     names exactly the settings each command offers (collector.cli's registry)."""
-    from collector.cli import ALL, registry
-    from collector.config import Settings
+    from tooltrail.collector.cli import ALL, registry
+    from tooltrail.collector.config import Settings
 
     text = (ROOT / "docs" / "operations.md").read_text()
     rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines()

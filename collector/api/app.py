@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from collector import __version__
-from collector.api import errors, openapi
-from collector.api.auth import ApiKeyMiddleware
-from collector.api.deps import AppState
-from collector.api.routes import (
+from tooltrail.collector import __version__
+from tooltrail.collector.api import errors, openapi
+from tooltrail.collector.api.auth import ApiKeyMiddleware
+from tooltrail.collector.api.deps import AppState
+from tooltrail.collector.api.routes import (
     capture,
     conversations,
     expectations,
@@ -22,10 +22,10 @@ from collector.api.routes import (
     score,
     signals,
 )
-from collector.config import Settings
-from collector.receivers import http as http_receiver
-from collector.service import Service
-from collector.ui import routes as ui
+from tooltrail.collector.config import Settings
+from tooltrail.collector.receivers import http as http_receiver
+from tooltrail.collector.service import Service
+from tooltrail.collector.ui import routes as ui
 
 
 def create_app(settings: Settings, service: Service | None = None) -> FastAPI:

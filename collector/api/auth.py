@@ -10,10 +10,10 @@ import grpc
 from google.rpc import code_pb2, status_pb2
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from collector.api.errors import error_body
-from collector.api.routes.capture import is_capture_path
-from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
-from collector.ui import session
+from tooltrail.collector.api.errors import error_body
+from tooltrail.collector.api.routes.capture import is_capture_path
+from tooltrail.collector.apikeys import ApiKeys, Forbidden, Unauthenticated
+from tooltrail.collector.ui import session
 
 OPEN_PATHS = ("/healthz", "/readyz", "/metrics", "/openapi.json", "/docs", "/redoc")
 OTLP_PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import yaml
 from fastapi import Depends, Request
 
-from collector.api.errors import ApiError
+from tooltrail.collector.api.errors import ApiError
 
 JSON_TYPES = ("application/json", "")
 YAML_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")

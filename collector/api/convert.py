@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from collector.api.deps import rfc3339, rfc3339_ns
-from collector.api.schemas import (
+from tooltrail.collector.api.deps import rfc3339, rfc3339_ns
+from tooltrail.collector.api.schemas import (
     ConversationOut,
     ConversationSummary,
     ExpectationOut,

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from sqlalchemy import Connection, Engine
 
-from collector.api.errors import ApiError
-from collector.config import Settings
-from collector.metrics import Metrics
-from collector.processes import DeadlineChildren
-from collector.projects import project_problem
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.config import Settings
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.processes import DeadlineChildren
+from tooltrail.collector.projects import project_problem
 
 
 @dataclass

@@ -12,8 +12,8 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException
 
-from collector.errors import Overloaded
-from collector.store.writer import classify
+from tooltrail.collector.errors import Overloaded
+from tooltrail.collector.store.writer import classify
 
 log = logging.getLogger(__name__)
 

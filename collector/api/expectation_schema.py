@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from matcher.spec import ARGUMENT_MODES, ID_PATTERN, MODE_ALIASES, MODES, SCOPES
+from tooltrail.matcher.spec import ARGUMENT_MODES, ID_PATTERN, MODE_ALIASES, MODES, SCOPES
 
 NOT_NULL = {"not": {"type": "null"}}
 

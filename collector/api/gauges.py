@@ -11,11 +11,11 @@ from prometheus_client.registry import Collector
 from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from collector.production.counts import Counts
-from collector.production.drift import jensen_shannon
-from collector.store import production
-from collector.store.aggregates import pass_ratios
-from collector.store.leases import backlog
+from tooltrail.collector.production.counts import Counts
+from tooltrail.collector.production.drift import jensen_shannon
+from tooltrail.collector.store import production
+from tooltrail.collector.store.aggregates import pass_ratios
+from tooltrail.collector.store.leases import backlog
 
 log = logging.getLogger(__name__)
 

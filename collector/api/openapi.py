@@ -26,9 +26,9 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.staticfiles import StaticFiles
 
-from collector.api.auth import permission_for
-from collector.api.schemas import ErrorBody, InvalidRequestBody
-from collector.apikeys import ROLES
+from tooltrail.collector.api.auth import permission_for
+from tooltrail.collector.api.schemas import ErrorBody, InvalidRequestBody
+from tooltrail.collector.apikeys import ROLES
 
 DOCS = "/docs"
 ASSETS = "/docs/assets"

@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from collector.store.jobs import JobStatus
-from matcher.result import DifferenceKind
+from tooltrail.collector.store.jobs import JobStatus
+from tooltrail.matcher.result import DifferenceKind
 
 # Times are answered as RFC 3339 strings (`deps.rfc3339`): documented as such.
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
@@ -78,7 +78,7 @@ class ConversationSummary(BaseModel):
     """A conversation in a list."""
 
     key: str = Field(description="its conversation key, unique within its project")
-    project: str = Field(description="its project (collector.projects; `?project=`)")
+    project: str = Field(description="its project (tooltrail.collector.projects; `?project=`)")
     service: str | None
     agents: list[str]
     first_seen: Timestamp | None

@@ -11,11 +11,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from collector import scorer
-from collector.api.schemas import Selection
-from collector.projects import DEFAULT_PROJECT
-from collector.store import leases, queries
-from matcher import Expectation
+from tooltrail.collector import scorer
+from tooltrail.collector.api.schemas import Selection
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store import leases, queries
+from tooltrail.matcher import Expectation
 
 # Up to this many stored conversations, a selector's matches are counted in the request; a
 # selector's globs and attribute values are matched in Python (`scorer.applies`, as the

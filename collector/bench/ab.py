@@ -26,11 +26,11 @@ import httpx
 import psycopg
 from sqlalchemy.engine import make_url
 
-from collector.bench.load import Stats
-from collector.bench.memory import process_cpu, tree
-from collector.bench.process import ServerProcess, serve
-from collector.store import leases
-from collector.store.db import make_engine, migrate
+from tooltrail.collector.bench.load import Stats
+from tooltrail.collector.bench.memory import process_cpu, tree
+from tooltrail.collector.bench.process import ServerProcess, serve
+from tooltrail.collector.store import leases
+from tooltrail.collector.store.db import make_engine, migrate
 
 DRAIN_SECONDS = 120.0  # a leg waits at most this long for its conversations to be scored
 

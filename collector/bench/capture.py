@@ -26,11 +26,11 @@ from typing import Any
 import httpx
 from sqlalchemy import func, select
 
-from collector.bench.process import serve
-from collector.bench.scoring import drop_database, temp_database
-from collector.clihelp import HelpFormatter, Parser
-from collector.store.db import make_engine
-from collector.store.tables import tool_calls
+from tooltrail.collector.bench.process import serve
+from tooltrail.collector.bench.scoring import drop_database, temp_database
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import tool_calls
 
 PG_ADMIN = os.environ.get("TOOLTRAIL_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 

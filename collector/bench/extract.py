@@ -23,6 +23,7 @@ whose bench modules differ can run the legs.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -35,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.clihelp import HelpFormatter, Parser
 
 WALKS = ("compiled", "pure")
 WALK_ENV = {"compiled": "0", "pure": "1"}  # TOOLTRAIL_PURE_PYTHON of each walk
@@ -66,15 +67,20 @@ def read_bodies(path: Path) -> list[bytes]:
 def leg(bodies_path: Path, walk: str, passes: int) -> dict[str, Any]:
     """One leg, in this process: extraction's CPU µs per span on `walk`, or `walk` None when
     this install does not have it."""
-    import collector
-    from collector.extract import ExtractOptions, otlp
-    from collector.ingest import extract_safely
-    from collector.receivers.codec import PROTOBUF, decode_body
-
+    # the other install may be from before the one import name `tooltrail`
+    try:
+        base = importlib.import_module("tooltrail.collector")
+    except ImportError:
+        base = importlib.import_module("collector")
+    otlp = importlib.import_module(f"{base.__name__}.extract.otlp")
+    ExtractOptions = importlib.import_module(f"{base.__name__}.extract").ExtractOptions
+    extract_safely = importlib.import_module(f"{base.__name__}.ingest").extract_safely
+    codec = importlib.import_module(f"{base.__name__}.receivers.codec")
+    decode_body, PROTOBUF = codec.decode_body, codec.PROTOBUF
     # an install from before the compiled walk has neither name: its one walk is the pure one
     compiled = getattr(otlp, "COMPILED_WALK", None) is not None
     if compiled != (walk == "compiled"):
-        return {"walk": None, "collector": collector.__file__}
+        return {"walk": None, "collector": base.__file__}
     requests = [decode_body(body, PROTOBUF, None, 1 << 30)[0] for body in read_bodies(bodies_path)]
     spans = sum(len(ss.spans) for r in requests for rs in r.resource_spans
                 for ss in rs.scope_spans)
@@ -86,7 +92,7 @@ def leg(bodies_path: Path, walk: str, passes: int) -> dict[str, Any]:
         for request in requests:
             extract_safely(request, options)
         timed.append((time.process_time() - t0) * 1e6 / spans)
-    return {"walk": walk, "collector": collector.__file__, "spans": spans,
+    return {"walk": walk, "collector": base.__file__, "spans": spans,
             "calls_first_request": calls, "passes": timed, "us_per_span": statistics.median(timed)}
 
 
@@ -139,7 +145,7 @@ def ratios(sides: list[Side]) -> dict[str, float]:
 
 
 def bench(args: argparse.Namespace) -> dict[str, Any]:
-    from collector.bench.traffic import RequestFactory, Shape
+    from tooltrail.collector.bench.traffic import RequestFactory, Shape
 
     factory = RequestFactory(Shape(spans=args.spans_per_request))
     sides = [Side(THIS, sys.executable, walk) for walk in args.paths]

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 from sqlalchemy.engine import make_url
 
-from collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
 
 TABLE = "bench_floor_calls"
 COLUMNS = ("trace_id", "span_id", "parent_span_id", "name", "call_id", "arguments", "result",

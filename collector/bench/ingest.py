@@ -42,9 +42,9 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, text
 
-from collector.bench.ab import Leg, Side, Summary, run_pairs
-from collector.bench.floor import floor_runs
-from collector.bench.load import (
+from tooltrail.collector.bench.ab import Leg, Side, Summary, run_pairs
+from tooltrail.collector.bench.floor import floor_runs
+from tooltrail.collector.bench.load import (
     GrpcSender,
     HttpSender,
     Send,
@@ -52,15 +52,15 @@ from collector.bench.load import (
     run_clients,
     run_open_loop,
 )
-from collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
-from collector.bench.process import ServerProcess, serve, workers
-from collector.bench.traffic import RequestFactory, Shape
-from collector.clihelp import HelpFormatter, Parser
-from collector.extract import ExtractOptions, decoding, otlp
-from collector.ingest import extract_safely
-from collector.receivers.codec import PROTOBUF, decode_body
-from collector.store.db import make_engine, migrate
-from collector.store.persist import prepare
+from tooltrail.collector.bench.memory import MemorySampler, cpu_by_process, cpu_by_role
+from tooltrail.collector.bench.process import ServerProcess, serve, workers
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.extract import ExtractOptions, decoding, otlp
+from tooltrail.collector.ingest import extract_safely
+from tooltrail.collector.receivers.codec import PROTOBUF, decode_body
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import prepare
 
 MB = 1024 * 1024
 FLOOR = "floor: decode + pick tool spans + bulk insert (spans/s)"
@@ -287,7 +287,7 @@ async def run(args: argparse.Namespace) -> Report:
         floor(args, report, shape, url, tmp)
         report.add("generator (spans/s)", generator_rate(shape))
         if args.server_python:  # another install's schema: its own migrations
-            done = subprocess.run([args.server_python, "-m", "collector.cli", "migrate",
+            done = subprocess.run([args.server_python, "-m", "tooltrail", "migrate",
                                    "--database-url", url], capture_output=True, text=True,
                                   check=False)
             if done.returncode != 0:
@@ -570,7 +570,7 @@ def parser() -> argparse.ArgumentParser:
                    "signals)")
     p.add_argument("--paths", nargs="+", choices=sorted(PATH_ENV), default=DEFAULT_PATHS,
                    help="the walks to measure, one after the other in this run: compiled "
-                        "(collector.extract._wire) and/or pure (TOOLTRAIL_PURE_PYTHON=1)")
+                        "(tooltrail.collector.extract._wire) and/or pure (TOOLTRAIL_PURE_PYTHON=1)")
     p.add_argument("--json", help="also write the figures to this file")
     return p
 

@@ -18,8 +18,8 @@ import httpx
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.bench.traffic import RequestFactory
-from collector.tasks import cancel
+from tooltrail.collector.bench.traffic import RequestFactory
+from tooltrail.collector.tasks import cancel
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")

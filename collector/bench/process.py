@@ -72,7 +72,7 @@ def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
     """Start `tooltrail serve` on 127.0.0.1 ports 0; stop it (SIGTERM) afterwards (`python`:
     the interpreter of another tooltrail install to run instead of this one; `program`: a
     `tooltrail` console script to run instead, `cwd` the directory it runs in)."""
-    start = [program] if program else [python or sys.executable, "-m", "collector.cli"]
+    start = [program] if program else [python or sys.executable, "-m", "tooltrail"]
     command = [*start, "serve", "--host", "127.0.0.1",
                "--database-url", database_url, "--http-port", "0", "--grpc-port", "0", *flags]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -109,7 +109,7 @@ def serve(database_url: str, *flags: str, env: dict[str, str] | None = None,
 @contextmanager
 def workers(database_url: str, count: int, *flags: str) -> Iterator[list[subprocess.Popen[bytes]]]:
     """Start `count` `tooltrail worker` processes; stop them (SIGTERM) afterwards."""
-    command = [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url,
+    command = [sys.executable, "-m", "tooltrail", "worker", "--database-url", database_url,
                *flags]
     processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   start_new_session=True)

@@ -24,12 +24,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from sqlalchemy import create_engine, text
 
-from collector.bench.process import serve, workers
-from collector.bench.seed import seed
-from collector.clihelp import HelpFormatter, Parser
-from collector.store import queries
-from collector.store.db import make_engine, migrate, normalise_url
-from collector.store.jobs import get_job
+from tooltrail.collector.bench.process import serve, workers
+from tooltrail.collector.bench.seed import seed
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.db import make_engine, migrate, normalise_url
+from tooltrail.collector.store.jobs import get_job
 
 EXPECTATION = {
     "id": "bench",

@@ -9,8 +9,8 @@ from collections.abc import Iterator, Sequence
 
 from sqlalchemy import Engine
 
-from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
-from collector.store.persist import write_batches
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from tooltrail.collector.store.persist import write_batches
 
 TOOLS = ("lookup_order", "get_customer", "search_kb", "issue_refund", "send_email")
 

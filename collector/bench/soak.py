@@ -24,13 +24,13 @@ from urllib.parse import quote
 import httpx
 from sqlalchemy import text
 
-from collector.bench.ingest import drive
-from collector.bench.memory import cpu_by_process, cpu_by_role
-from collector.bench.process import ServerProcess, serve
-from collector.bench.scoring import drop_database, temp_database
-from collector.bench.traffic import RequestFactory
-from collector.clihelp import HelpFormatter, Parser
-from collector.store.db import make_engine, wal_file_bytes
+from tooltrail.collector.bench.ingest import drive
+from tooltrail.collector.bench.memory import cpu_by_process, cpu_by_role
+from tooltrail.collector.bench.process import ServerProcess, serve
+from tooltrail.collector.bench.scoring import drop_database, temp_database
+from tooltrail.collector.bench.traffic import RequestFactory
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.store.db import make_engine, wal_file_bytes
 
 logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per poll otherwise
 POSTGRES = "postgresql://postgres@127.0.0.1:5432/test"

@@ -27,16 +27,16 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import select, text
 
-from collector.bench.process import serve
-from collector.bench.scoring import drop_database, temp_database
-from collector.bench.seed import conversation_batch, seed
-from collector.bench.traffic import RequestFactory, Shape
-from collector.clihelp import HelpFormatter, Parser
-from collector.production import signals
-from collector.store import leases, maintenance
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import conversations
+from tooltrail.collector.bench.process import serve
+from tooltrail.collector.bench.scoring import drop_database, temp_database
+from tooltrail.collector.bench.seed import conversation_batch, seed
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.production import signals
+from tooltrail.collector.store import leases, maintenance
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations
 
 BIG = 200
 VERSIONS = ("v1", "v2")

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from collector.capture import body as body_json
-from collector.capture.explicit import as_text, content_digest
-from collector.errors import InvalidPayload
-from collector.extract.traces import derived_key
-from collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
-from collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.capture import body as body_json
+from tooltrail.collector.capture.explicit import as_text, content_digest
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract.traces import derived_key
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, RejectedSpan, ToolCall, TraceInfo
+from tooltrail.collector.projects import DEFAULT_PROJECT
 
 SOURCE = "a2a"
 URI = "https://arksim.arklex.ai/a2a/tool-call-capture/v1"

@@ -31,12 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.capture import body as body_json
-from collector.errors import InvalidPayload
-from collector.extract import ExtractOptions, is_plumbing
-from collector.extract.decoding import as_arguments, clean_id, unwrap_result
-from collector.extract.traces import derived_key
-from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from tooltrail.collector.capture import body as body_json
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract import ExtractOptions, is_plumbing
+from tooltrail.collector.extract.decoding import as_arguments, clean_id, unwrap_result
+from tooltrail.collector.extract.traces import derived_key
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
 SOURCE = "adk_events"  # ToolCall.source and .convention of every call read here
 TURN_PREFIX = "adk:"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from collector.extract.otlp import clean_text
+from tooltrail.collector.extract.otlp import clean_text
 
 
 def loads(text: str | bytes) -> Any:

@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from collector.capture.merge import position_key
-from collector.errors import InvalidPayload
-from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
-from collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.capture.merge import position_key
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from tooltrail.collector.projects import DEFAULT_PROJECT
 
 SOURCE = "explicit"
 CALL_KEYS = frozenset({"id", "name", "arguments", "result", "error"})

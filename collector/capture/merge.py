@@ -22,11 +22,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from collector.extract.decoding import canonical
-from collector.extract.traces import derived_key
-from collector.model import POSITION_PREFIX
-from collector.projects import DEFAULT_PROJECT
-from matcher import Call
+from tooltrail.collector.extract.decoding import canonical
+from tooltrail.collector.extract.traces import derived_key
+from tooltrail.collector.model import POSITION_PREFIX
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.matcher import Call
 
 T = TypeVar("T")
 K = TypeVar("K")

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract.analyze import (
+from tooltrail.collector.extract.analyze import (
     DEFAULT_CONVERSATION_KEYS,
     ExtractOptions,
     analyze,
     is_plumbing,
 )
-from collector.extract.reconcile import reconcile, reconcile_rows
-from collector.model import Batch
+from tooltrail.collector.extract.reconcile import reconcile, reconcile_rows
+from tooltrail.collector.model import Batch
 
 __all__ = [
     "DEFAULT_CONVERSATION_KEYS",

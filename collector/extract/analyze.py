@@ -8,17 +8,27 @@ from dataclasses import dataclass, field, replace
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract import otlp
-from collector.extract.approvals import interrupt_calls
-from collector.extract.conventions import convention_keys, convention_of, conventions_for, skipped
-from collector.extract.decoding import noting
-from collector.extract.dedup import collapse
-from collector.extract.fields import NotExtractable, build_call
-from collector.extract.otlp import SpanView
-from collector.extract.requests import is_llm_span, request_rows, requested_calls
-from collector.extract.traces import KeyFinder, TraceAccumulator, is_agent_span, key_problem
-from collector.model import Batch, RejectedSpan, ToolCall
-from collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.extract import otlp
+from tooltrail.collector.extract.approvals import interrupt_calls
+from tooltrail.collector.extract.conventions import (
+    convention_keys,
+    convention_of,
+    conventions_for,
+    skipped,
+)
+from tooltrail.collector.extract.decoding import noting
+from tooltrail.collector.extract.dedup import collapse
+from tooltrail.collector.extract.fields import NotExtractable, build_call
+from tooltrail.collector.extract.otlp import SpanView
+from tooltrail.collector.extract.requests import is_llm_span, request_rows, requested_calls
+from tooltrail.collector.extract.traces import (
+    KeyFinder,
+    TraceAccumulator,
+    is_agent_span,
+    key_problem,
+)
+from tooltrail.collector.model import Batch, RejectedSpan, ToolCall
+from tooltrail.collector.projects import DEFAULT_PROJECT
 
 PLUMBING_NAMES = frozenset({"transfer_to_agent", "final_result", "final_answer"})
 DEFAULT_CONVERSATION_KEYS = (

@@ -73,9 +73,9 @@ import json
 import re
 from typing import Any
 
-from collector.extract.decoding import as_arguments, decode
-from collector.extract.otlp import SpanView
-from collector.model import ToolCall
+from tooltrail.collector.extract.decoding import as_arguments, decode
+from tooltrail.collector.extract.otlp import SpanView
+from tooltrail.collector.model import ToolCall
 
 PENDING = "pending"
 REJECTED = "rejected"

@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from collector.extract.decoding import decode
-from collector.extract.otlp import SpanView
+from tooltrail.collector.extract.decoding import decode
+from tooltrail.collector.extract.otlp import SpanView
 
 BUILTIN_FILE = "builtin_conventions.yaml"
 CONVENTIONS_ENV = "TOOLTRAIL_CONVENTIONS"  # the `conventions` setting (collector.config)
@@ -304,7 +304,7 @@ def given_conventions(path: str | None) -> str:
 @functools.cache
 def builtin() -> tuple[tuple[Convention, ...], dict[str, Any]]:
     """The shipped entries and their shared `fields` lists."""
-    text = resources.files("collector.extract").joinpath(BUILTIN_FILE).read_text("utf-8")
+    text = resources.files("tooltrail.collector.extract").joinpath(BUILTIN_FILE).read_text("utf-8")
     return parse(text, BUILTIN_FILE)
 
 

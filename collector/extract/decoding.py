@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from collector.model import UNREAD
+from tooltrail.collector.model import UNREAD
 
 # Kinds of lossy conversion (docs/values.md): a label value of the metric each.
 NON_FINITE = "non_finite"  # NaN / ±Infinity, or a number past a double's range → a string

@@ -24,9 +24,9 @@ import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from collector.extract.approvals import PENDING, REJECTED, unexecuted
-from collector.extract.decoding import canonical, unknown_arguments
-from collector.model import ToolCall
+from tooltrail.collector.extract.approvals import PENDING, REJECTED, unexecuted
+from tooltrail.collector.extract.decoding import canonical, unknown_arguments
+from tooltrail.collector.model import ToolCall
 
 MAX_DEPTH = 64
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from collector.extract.decoding import decode
-from collector.extract.otlp import SpanView
+from tooltrail.collector.extract.decoding import decode
+from tooltrail.collector.extract.otlp import SpanView
 
 TOOL_MESSAGE = "gen_ai.tool.message"
 CHOICE = "gen_ai.choice"

@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
-from collector.extract.conventions import Convention, builtin
-from collector.extract.decoding import (
+from tooltrail.collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
+from tooltrail.collector.extract.conventions import Convention, builtin
+from tooltrail.collector.extract.decoding import (
     as_arguments,
     clean_id,
     decode,
@@ -21,9 +21,9 @@ from collector.extract.decoding import (
     langchain_tool_message,
     unwrap_result,
 )
-from collector.extract.events import event_arguments, event_call_id, event_result
-from collector.extract.otlp import SpanView
-from collector.model import ToolCall
+from tooltrail.collector.extract.events import event_arguments, event_call_id, event_result
+from tooltrail.collector.extract.otlp import SpanView
+from tooltrail.collector.model import ToolCall
 
 Adapter = Callable[[Any], Any]
 

@@ -17,13 +17,13 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract.otlp import BadSpan, iter_spans, span_view
-from collector.extract.traces import (
+from tooltrail.collector.extract.otlp import BadSpan, iter_spans, span_view
+from tooltrail.collector.extract.traces import (
     CONVERSATION_KEYS,
     NOT_CONVERSATION_KEYS,
     conversation_source,
 )
-from collector.model import TraceInfo
+from tooltrail.collector.model import TraceInfo
 
 # the id's name at the end of the key: `session.id`, `sessionId`, `thread_id`, `chat-id`
 LOOKS_LIKE_A_KEY = re.compile(r"(session|conversation|thread|chat)[._-]?id$", re.IGNORECASE)

@@ -36,8 +36,8 @@ from typing import Any
 
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
-from collector.extract.decoding import as_arguments, clean_id, decode, unwrap_result
-from collector.extract.events import (
+from tooltrail.collector.extract.decoding import as_arguments, clean_id, decode, unwrap_result
+from tooltrail.collector.extract.events import (
     CHOICE,
     DETAILS,
     TOOL_MESSAGE,
@@ -46,10 +46,10 @@ from collector.extract.events import (
     event_result,
     message_parts,
 )
-from collector.extract.otlp import Event, SpanView, any_value, attributes
-from collector.extract.requests import LLM_OPERATIONS, request_rows, requested_calls
-from collector.extract.traces import conversation_source, key_size_problem
-from collector.model import KEY_FROM_SPAN, KEY_FROM_TRACE, ToolCall, TraceInfo
+from tooltrail.collector.extract.otlp import Event, SpanView, any_value, attributes
+from tooltrail.collector.extract.requests import LLM_OPERATIONS, request_rows, requested_calls
+from tooltrail.collector.extract.traces import conversation_source, key_size_problem
+from tooltrail.collector.model import KEY_FROM_SPAN, KEY_FROM_TRACE, ToolCall, TraceInfo
 
 EXECUTE_TOOL = "execute_tool"
 CONVENTION = "genai.log"  # the convention of an execution row read from log records

@@ -12,8 +12,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
-from collector.extract import decoding
-from collector.extract.decoding import (
+from tooltrail.collector.extract import decoding
+from tooltrail.collector.extract.decoding import (
     BIG_INT,
     DUPLICATE_KEY,
     INVALID_TEXT,
@@ -22,7 +22,7 @@ from collector.extract.decoding import (
     non_finite,
     note,
 )
-from collector.model import RejectedSpan, storable_text
+from tooltrail.collector.model import RejectedSpan, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
 # The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
@@ -229,7 +229,7 @@ def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
         return None
     global _STALE
     try:
-        from collector.extract import _wire  # type: ignore[attr-defined]
+        from tooltrail.collector.extract import _wire  # type: ignore[attr-defined]
     except ImportError:
         return None
     try:
@@ -270,7 +270,7 @@ def walk_description() -> str:
     """One line saying which walk extraction runs, for `serve`'s log."""
     if COMPILED_WALK is not None:
         return ("extraction walks OTLP and decodes attribute JSON with the compiled walk "
-                "(collector.extract._wire)")
+                "(tooltrail.collector.extract._wire)")
     why = ("TOOLTRAIL_PURE_PYTHON=1" if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1"
            else "the C extension is older than its source: reinstall to rebuild it" if _STALE
            else "the C extension was not built")

@@ -34,10 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.extract.approvals import PENDING, unexecuted
-from collector.extract.decoding import canonical, unknown_arguments
-from collector.extract.dedup import Collapsed, collapse, overlaps
-from collector.model import ToolCall
+from tooltrail.collector.extract.approvals import PENDING, unexecuted
+from tooltrail.collector.extract.decoding import canonical, unknown_arguments
+from tooltrail.collector.extract.dedup import Collapsed, collapse, overlaps
+from tooltrail.collector.model import ToolCall
 
 REQUESTED = "requested"  # status of a request row (`requests.request_rows`)
 LAST = 1 << 30  # order of an execution that no request announced, within its step

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from collector.extract.decoding import as_arguments, clean_id, decode
-from collector.extract.events import CHOICE, message_parts
-from collector.extract.otlp import SpanView
-from collector.model import ToolCall
+from tooltrail.collector.extract.decoding import as_arguments, clean_id, decode
+from tooltrail.collector.extract.events import CHOICE, message_parts
+from tooltrail.collector.extract.otlp import SpanView
+from tooltrail.collector.model import ToolCall
 
 LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 OPENINFERENCE = re.compile(

@@ -21,13 +21,13 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract.conventions import convention_of, conventions_for, skipped
-from collector.extract.decoding import decode, unknown_arguments
-from collector.extract.fields import ADAPTERS, arguments_of
-from collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
-from collector.extract.requests import is_llm_span
-from collector.extract.traces import NOT_CONVERSATION_KEYS, is_agent_span, key_names
-from collector.model import ToolCall
+from tooltrail.collector.extract.conventions import convention_of, conventions_for, skipped
+from tooltrail.collector.extract.decoding import decode, unknown_arguments
+from tooltrail.collector.extract.fields import ADAPTERS, arguments_of
+from tooltrail.collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
+from tooltrail.collector.extract.requests import is_llm_span
+from tooltrail.collector.extract.traces import NOT_CONVERSATION_KEYS, is_agent_span, key_names
+from tooltrail.collector.model import ToolCall
 
 TOOL = re.compile(r"tool", re.IGNORECASE)
 SHORT = 64  # characters of a value that may say what a span is (`acme.kind: tool`)

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.extract.otlp import SpanView
-from collector.model import KEY_FROM_ROOT, KEY_FROM_SPAN, KEY_FROM_TRACE, TraceInfo
-from collector.projects import DEFAULT_PROJECT, PROJECT_ATTRIBUTE, project_problem
+from tooltrail.collector.extract.otlp import SpanView
+from tooltrail.collector.model import KEY_FROM_ROOT, KEY_FROM_SPAN, KEY_FROM_TRACE, TraceInfo
+from tooltrail.collector.projects import DEFAULT_PROJECT, PROJECT_ATTRIBUTE, project_problem
 
 CONVERSATION_KEYS = (
     "gen_ai.conversation.id",

@@ -8,8 +8,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collector.cli import Registry
-    from collector.config import Settings
+    from tooltrail.collector.cli import Registry
+    from tooltrail.collector.config import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_redact_hash(settings: Settings, args: argparse.Namespace) -> int:
-    from collector.governance.redaction import hash_value
+    from tooltrail.collector.governance.redaction import hash_value
 
     if not settings.redaction_secret:
         print("tooltrail redact-hash: no secret: set TOOLTRAIL_REDACTION_SECRET (or "
@@ -35,7 +35,7 @@ def cmd_redact_hash(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def register(registry: Registry) -> None:
-    from collector.cli import Command
+    from tooltrail.collector.cli import Command
 
     registry.add(Command(
         "redact-hash", "print the keyed hash a `hash` redaction rule stores for VALUE",

@@ -30,8 +30,8 @@ import orjson
 import re2
 import yaml
 
-from collector.extract.fields import ARGUMENT_KEYS, RESULT_KEYS
-from collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
+from tooltrail.collector.extract.fields import ARGUMENT_KEYS, RESULT_KEYS
+from tooltrail.collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
 
 Action = Literal["drop", "mask", "hash"]
 ACTIONS = ("drop", "mask", "hash")

@@ -22,10 +22,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, delete, select
 
-from collector.projects import DEFAULT_PROJECT
-from collector.store import archive
-from collector.store.bulk import among
-from collector.store.tables import conversations, ingest_errors, metadata, turns
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store import archive
+from tooltrail.collector.store.bulk import among
+from tooltrail.collector.store.tables import conversations, ingest_errors, metadata, turns
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from collector.production.counts import Counts
+from tooltrail.collector.production.counts import Counts
 
 
 @dataclass(frozen=True, slots=True)

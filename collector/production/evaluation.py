@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection
 
-from collector.capture.merge import logical_turns
-from collector.store.leases import scope_key
-from collector.store.production import turn_roots
+from tooltrail.collector.capture.merge import logical_turns
+from tooltrail.collector.store.leases import scope_key
+from tooltrail.collector.store.production import turn_roots
 
 if TYPE_CHECKING:
-    from collector.scorer import Scored
+    from tooltrail.collector.scorer import Scored
 
 
 def parse_headers(items: Sequence[str]) -> dict[str, str]:

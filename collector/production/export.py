@@ -25,8 +25,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from prometheus_client import CollectorRegistry, Counter
 
-from collector import __version__
-from collector.production.evaluation import Verdict
+from tooltrail.collector import __version__
+from tooltrail.collector.production.evaluation import Verdict
 
 log = logging.getLogger(__name__)
 EVENT = "gen_ai.evaluation.result"

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from sqlalchemy import Connection
 
-from collector.capture.merge import logical_turns
-from collector.production.counts import TurnSignal
-from collector.scorer import NOT_EXECUTED, Outcome, outcomes
-from collector.store.leases import ConversationFacts, TurnOrder, trajectory_calls
-from collector.store.production import (
+from tooltrail.collector.capture.merge import logical_turns
+from tooltrail.collector.production.counts import TurnSignal
+from tooltrail.collector.scorer import NOT_EXECUTED, Outcome, outcomes
+from tooltrail.collector.store.leases import ConversationFacts, TurnOrder, trajectory_calls
+from tooltrail.collector.store.production import (
     HOUR,
     UNKNOWN,
     VERSION_ATTRIBUTE,
@@ -27,7 +27,7 @@ from collector.store.production import (
     replace_turns,
     turn_meta,
 )
-from matcher import Trajectory
+from tooltrail.matcher import Trajectory
 
 
 def record(conn: Connection, facts: Sequence[ConversationFacts],

@@ -27,12 +27,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
-from collector.ingest import PROTOBUF as PROTOBUF  # defined where ingest needs it
-from collector.ingest import IngestResult
-from collector.model import RejectedSpan
-from collector.receivers import otlpjson
-from collector.receivers.lenient import SALVAGEABLE, salvage
+from tooltrail.collector.errors import InvalidPayload, PayloadTooLarge, UnsupportedMediaType
+from tooltrail.collector.ingest import PROTOBUF as PROTOBUF  # defined where ingest needs it
+from tooltrail.collector.ingest import IngestResult
+from tooltrail.collector.model import RejectedSpan
+from tooltrail.collector.receivers import otlpjson
+from tooltrail.collector.receivers.lenient import SALVAGEABLE, salvage
 
 JSON = "application/json"
 CHUNK = 256 * 1024

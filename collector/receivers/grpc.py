@@ -14,10 +14,10 @@ from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
-from collector.ingest import Ingest, admitted
-from collector.listen import PortInUse
-from collector.receivers.codec import PROTOBUF, SIGNALS, response_for
+from tooltrail.collector.errors import InvalidPayload, Overloaded, PayloadTooLarge
+from tooltrail.collector.ingest import Ingest, admitted
+from tooltrail.collector.listen import PortInUse
+from tooltrail.collector.receivers.codec import PROTOBUF, SIGNALS, response_for
 
 log = logging.getLogger(__name__)
 TRANSPORT = "grpc"

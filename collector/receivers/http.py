@@ -10,9 +10,14 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 from starlette.requests import ClientDisconnect
 
-from collector.errors import InvalidPayload, Overloaded, PayloadTooLarge, UnsupportedMediaType
-from collector.ingest import Ingest, admitted
-from collector.receivers.codec import (
+from tooltrail.collector.errors import (
+    InvalidPayload,
+    Overloaded,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
+from tooltrail.collector.ingest import Ingest, admitted
+from tooltrail.collector.receivers.codec import (
     PROTOBUF,
     SIGNALS,
     encode,

@@ -20,7 +20,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from collector.model import RejectedSpan
+from tooltrail.collector.model import RejectedSpan
 
 SALVAGEABLE = ("UTF-8", "MaxDepth")  # in protobuf's DecodeError messages: faults of a part
 REQUEST = "opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest"

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Connection, Float, Integer, and_, case, cast, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
-from collector.store.tables import RESULT_KEY, conversations, result_tools, results
-from collector.store.verdicts import counts
+from tooltrail.collector.store.tables import RESULT_KEY, conversations, result_tools, results
+from tooltrail.collector.store.verdicts import counts
 
 BUCKETS = {"1h": 3600, "1d": 86400}
 

@@ -29,10 +29,10 @@ from typing import Any, NamedTuple
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import Connection, bindparam, delete, func, select, update
 
-from collector.model import Batch
-from collector.store.bulk import among, json_rows
-from collector.store.jsonio import dumps
-from collector.store.tables import span_archive, span_archive_traces
+from tooltrail.collector.model import Batch
+from tooltrail.collector.store.bulk import among, json_rows
+from tooltrail.collector.store.jsonio import dumps
+from tooltrail.collector.store.tables import span_archive, span_archive_traces
 
 INDEX_COLUMNS = ("archive_id", "trace_id", "conversation_id", "turn_id")
 LEVEL = 1  # whole requests compress well at the lowest level; higher ones cost more time than
@@ -82,7 +82,10 @@ def insert(conn: Connection, entries: Sequence[Archived],
     id): one of this group's (`turn_ids`), or one stored before. A trace with no turn yet is
     not kept (its spans are not read back). What is stored already is skipped (the caller owns
     the transaction)."""
-    from collector.store.persist import insert_ignore, lookup  # persist imports this module
+    from tooltrail.collector.store.persist import (  # persist imports this module
+        insert_ignore,
+        lookup,
+    )
 
     others = sorted({t for e in entries for t in e.trace_ids if t not in turn_ids})
     if others:

@@ -32,7 +32,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from collector.store.jsonio import dumps
+from tooltrail.collector.store.jsonio import dumps
 
 COPY_FROM = 32  # rows; below this an executemany is as fast
 _PG = postgresql.dialect()  # type: ignore[no-untyped-call]

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import make_url
 
-from collector.projects import DEFAULT_PROJECT
-from collector.store import jsonio
-from collector.tasks import cancel
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store import jsonio
+from tooltrail.collector.tasks import cancel
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-    from collector.metrics import Metrics
+    from tooltrail.collector.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

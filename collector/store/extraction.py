@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from collector.store import queries
-from collector.store.db import make_engine
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.db import make_engine
 
 
 @dataclass(frozen=True, slots=True)

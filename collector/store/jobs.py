@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, func, or_, select, update
 
-from collector.store.tables import conversations, expectations, job_chunks, jobs
-from collector.store.verdicts import active_versions
+from tooltrail.collector.store.tables import conversations, expectations, job_chunks, jobs
+from tooltrail.collector.store.verdicts import active_versions
 
 CHUNK_SIZE = 500  # conversation ids per chunk
 JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]

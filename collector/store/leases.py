@@ -20,9 +20,9 @@ from sqlalchemy import (
     update,
 )
 
-from collector.model import UNREAD, ToolCall
-from collector.store.bulk import among, insert_rows
-from collector.store.tables import (
+from tooltrail.collector.model import UNREAD, ToolCall
+from tooltrail.collector.store.bulk import among, insert_rows
+from tooltrail.collector.store.tables import (
     conversations,
     expectations,
     result_tools,
@@ -30,7 +30,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
-from collector.store.verdicts import active_versions
+from tooltrail.collector.store.verdicts import active_versions
 
 
 @dataclass(frozen=True, slots=True)

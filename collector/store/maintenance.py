@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from collector.store.tables import metadata
+from tooltrail.collector.store.tables import metadata
 
 log = logging.getLogger(__name__)
 

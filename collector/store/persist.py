@@ -33,18 +33,24 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from collector.model import POSITION_PREFIX, Batch, TraceInfo
-from collector.store import archive
-from collector.store.bulk import among, copy_rows, json_rows, pg_type
-from collector.store.jsonio import dumps
-from collector.store.rows import (
+from tooltrail.collector.model import POSITION_PREFIX, Batch, TraceInfo
+from tooltrail.collector.store import archive
+from tooltrail.collector.store.bulk import among, copy_rows, json_rows, pg_type
+from tooltrail.collector.store.jsonio import dumps
+from tooltrail.collector.store.rows import (
     CALL_FIELDS,
     MAX_ARGUMENTS,
     MAX_ATTRIBUTES,
     PreparedBatch,
     prepare,
 )
-from collector.store.tables import conversations, ingest_errors, metadata, tool_calls, turns
+from tooltrail.collector.store.tables import (
+    conversations,
+    ingest_errors,
+    metadata,
+    tool_calls,
+    turns,
+)
 
 # Every column a writer fills, in table order (the surrogate `id` is the database's).
 CALL_COLUMNS = tuple(c.name for c in tool_calls.c if c.name != "id")
@@ -53,7 +59,8 @@ COUNTERS = ("turn_count", "call_count", "error_count", "change_seq", "scored_seq
 STATUS = CALL_FIELDS.index("status")
 EXECUTED = CALL_FIELDS.index("executed")
 if ("conversation_id", "turn_id", *CALL_FIELDS) != CALL_COLUMNS:
-    raise RuntimeError("collector.store.rows.CALL_FIELDS differs from the tool_calls table")
+    raise RuntimeError("tooltrail.collector.store.rows.CALL_FIELDS differs from the "
+                       "tool_calls table")
 
 
 class ShownCounts(NamedTuple):

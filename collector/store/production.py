@@ -15,12 +15,12 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import Connection, bindparam, delete, func, select, tuple_
 
-from collector.model import ToolCall
-from collector.production.counts import Counts, TurnSignal
-from collector.store.bulk import among, insert_rows
-from collector.store.leases import TurnOrder, ordered_turns
-from collector.store.persist import insert_ignore
-from collector.store.tables import (
+from tooltrail.collector.model import ToolCall
+from tooltrail.collector.production.counts import Counts, TurnSignal
+from tooltrail.collector.store.bulk import among, insert_rows
+from tooltrail.collector.store.leases import TurnOrder, ordered_turns
+from tooltrail.collector.store.persist import insert_ignore
+from tooltrail.collector.store.tables import (
     SIGNAL_KEY,
     signal_buckets,
     signal_turns,

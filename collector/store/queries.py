@@ -9,12 +9,12 @@ from typing import Any
 from sqlalchemy import Connection, and_, func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from collector.model import storable_text
-from collector.projects import DEFAULT_PROJECT
-from collector.store.bulk import among
-from collector.store.jobs import create_job
-from collector.store.jsonio import dumps
-from collector.store.tables import (
+from tooltrail.collector.model import storable_text
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store.bulk import among
+from tooltrail.collector.store.jobs import create_job
+from tooltrail.collector.store.jsonio import dumps
+from tooltrail.collector.store.tables import (
     conversations,
     expectations,
     ingest_errors,
@@ -22,7 +22,7 @@ from collector.store.tables import (
     tool_calls,
     turns,
 )
-from collector.store.verdicts import counts, result_columns
+from tooltrail.collector.store.verdicts import counts, result_columns
 
 
 class Conflict(Exception):

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
-from collector.store.jsonio import capped_json
+from tooltrail.collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
+from tooltrail.collector.store.jsonio import capped_json
 
 CALL_FIELDS = (
     "trace_id", "span_id", "parent_span_id", "call_id", "name", "arguments", "arguments_raw",

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from sqlalchemy import Connection, and_, select
 
-from collector.store.tables import job_chunks
+from tooltrail.collector.store.tables import job_chunks
 
 ScoringState = Literal["pending", "scored"]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, and_, func, select, tuple_
 
-from collector.store.tables import expectations, results
+from tooltrail.collector.store.tables import expectations, results
 
 
 def active_versions() -> Select[Any]:

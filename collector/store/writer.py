@@ -23,16 +23,16 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 
-from collector.errors import InvalidPayload, Overloaded, StoreUnavailable
-from collector.metrics import Metrics
-from collector.store.persist import (
+from tooltrail.collector.errors import InvalidPayload, Overloaded, StoreUnavailable
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store.persist import (
     CountShown,
     PreparedBatch,
     prune_ingest_errors,
     record_ingest_errors,
     write_prepared,
 )
-from collector.tasks import cancel
+from tooltrail.collector.tasks import cancel
 
 log = logging.getLogger(__name__)
 MAX_PENDING_ERROR_ROWS = 1000  # ingest-error rows waiting for a commit; older ones are dropped

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.clihelp import HelpFormatter, Parser
 
 TOOLS = ("lookup_order", "get_customer", "search_products", "issue_refund", "send_email",
          "get_weather", "get_time", "convert_currency")
@@ -159,13 +159,13 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
     first `conversations` of the benchmark's input: decoding (the receivers' codec),
     extraction, storing (the rest of `run.remember`: rows and the in-memory store), scoring
     (`run.collect`: trajectories read back, the matcher, the spool) and the table."""
-    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.ingest import extract_safely
-    from collector.memory_store import MemoryStore
-    from collector.receivers.codec import JSON, decode_body
-    from collector.suites import run
-    from collector.suites.report import render
-    from collector.suites.suite import load_suite
+    from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from tooltrail.collector.ingest import extract_safely
+    from tooltrail.collector.memory_store import MemoryStore
+    from tooltrail.collector.receivers.codec import JSON, decode_body
+    from tooltrail.collector.suites import run
+    from tooltrail.collector.suites.report import render
+    from tooltrail.collector.suites.suite import load_suite
 
     inputs = directory / "stages.jsonl"
     write_inputs(inputs, conversations)
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{' (each selecting a tenth)' if args.selective else ' (each applies to all)'}")
         started = time.perf_counter()
         child = subprocess.run(
-            [sys.executable, "-m", "collector.cli", "check", str(suite_path), str(inputs),
+            [sys.executable, "-m", "tooltrail", "check", str(suite_path), str(inputs),
              "--format", args.format],
             capture_output=True, timeout=args.timeout,
             env={**os.environ, "PYTHONHASHSEED": "0"}, check=False)

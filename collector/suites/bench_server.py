@@ -27,12 +27,12 @@ from pathlib import Path
 import httpx
 from sqlalchemy import text
 
-from collector.bench.process import serve
-from collector.bench.scoring import drop_database, temp_database
-from collector.bench.seed import conversation_batch, seed
-from collector.clihelp import HelpFormatter
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
+from tooltrail.collector.bench.process import serve
+from tooltrail.collector.bench.scoring import drop_database, temp_database
+from tooltrail.collector.bench.seed import conversation_batch, seed
+from tooltrail.collector.clihelp import HelpFormatter
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
 
 SELECTED = 4
 
@@ -72,7 +72,7 @@ def run(url: str, store: str, count: int, client: str | None, timeout: float) ->
         suite.write_text(json.dumps(suite_of(count)))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (client, os.environ.get("PYTHONPATH")) if p)}
-        command = [sys.executable, "-m", "collector.cli"]
+        command = [sys.executable, "-m", "tooltrail"]
         subprocess.run([*command, "apply", str(suite), "--server", base], check=True,
                        capture_output=True, timeout=timeout)
         with httpx.Client(base_url=base, timeout=60) as http:

@@ -13,16 +13,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from collector.cli import Program, Registry
-from collector.clihelp import API_KEY_HELP, CONVENTIONS_HELP, PROJECT_HELP, HelpFormatter, Parser
-from collector.suites.report import EXIT_ERROR
+from tooltrail.collector.cli import Program, Registry
+from tooltrail.collector.clihelp import (
+    API_KEY_HELP,
+    CONVENTIONS_HELP,
+    PROJECT_HELP,
+    HelpFormatter,
+    Parser,
+)
+from tooltrail.collector.suites.report import EXIT_ERROR
 
 if TYPE_CHECKING:
-    from collector.suites.report import Report
+    from tooltrail.collector.suites.report import Report
 
 
 def check_parser() -> argparse.ArgumentParser:
-    from collector.suites.inputs import FORMATS
+    from tooltrail.collector.suites.inputs import FORMATS
 
     p = Parser(prog="tooltrail check", formatter_class=HelpFormatter, description=(
         "Score recorded conversations against a suite. Exit 0: all passed; 1: a check "
@@ -60,8 +66,8 @@ def register(registry: Registry) -> None:
         ("apply", "register a suite's expectations on a server, idempotently", "run_apply"),
     ):
         registry.add(Program(name, help_text, f"{__name__}:{function}"))
-    registry.add_bench("check", "collector.suites.bench")
-    registry.add_bench("check-server", "collector.suites.bench_server")
+    registry.add_bench("check", "tooltrail.collector.suites.bench")
+    registry.add_bench("check-server", "tooltrail.collector.suites.bench_server")
 
 
 def _error(command: str, message: str) -> int:
@@ -70,10 +76,10 @@ def _error(command: str, message: str) -> int:
 
 
 def run_check(argv: list[str]) -> int:
-    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.extract.conventions import ConventionsError, given_conventions
-    from collector.suites.inputs import InputError, expand
-    from collector.suites.suite import SuiteError, load_suite
+    from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from tooltrail.collector.extract.conventions import ConventionsError, given_conventions
+    from tooltrail.collector.suites.inputs import InputError, expand
+    from tooltrail.collector.suites.suite import SuiteError, load_suite
 
     args = check_parser().parse_args(argv)
     if args.server and args.inputs:
@@ -85,7 +91,7 @@ def run_check(argv: list[str]) -> int:
     except SuiteError as exc:
         return _error("check", str(exc))
     if args.server:
-        from collector.suites.remote import RemoteError, check_remote
+        from tooltrail.collector.suites.remote import RemoteError, check_remote
 
         try:
             report = check_remote(suite, args.server, wait=args.wait, api_key=args.api_key,
@@ -94,7 +100,7 @@ def run_check(argv: list[str]) -> int:
         except RemoteError as exc:
             return _error("check", str(exc))
         return _output(report, args)
-    from collector.suites.run import check_offline
+    from tooltrail.collector.suites.run import check_offline
 
     try:
         conventions = given_conventions(args.conventions)
@@ -119,7 +125,7 @@ def run_check(argv: list[str]) -> int:
 
 def _output(report: Report, args: argparse.Namespace) -> int:
     """Write the report (stdout, then --junit and --html) as it is rendered."""
-    from collector.suites.report import junit, render, write_html
+    from tooltrail.collector.suites.report import junit, render, write_html
 
     for piece in render(report, args.format):
         sys.stdout.write(piece)
@@ -152,18 +158,18 @@ def _progress(count: int) -> Callable[[str], None] | None:
 
 
 def run_import(argv: list[str]) -> int:
-    from collector.suites.importers import run
+    from tooltrail.collector.suites.importers import run
 
     return run(argv)
 
 
 def run_golden(argv: list[str]) -> int:
-    from collector.suites.golden import run
+    from tooltrail.collector.suites.golden import run
 
     return run(argv)
 
 
 def run_apply(argv: list[str]) -> int:
-    from collector.suites.remote import run_apply as apply
+    from tooltrail.collector.suites.remote import run_apply as apply
 
     return apply(argv)

@@ -17,12 +17,12 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
-from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-from collector.scorer import NOT_EXECUTED
-from matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
-from matcher import parse_expectation as parse
-from matcher.selector import glob_match
+from tooltrail.collector.clihelp import API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
+from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+from tooltrail.collector.scorer import NOT_EXECUTED
+from tooltrail.matcher import Call, InvalidExpectation, Trajectory, expectation_from_trajectory
+from tooltrail.matcher import parse_expectation as parse
+from tooltrail.matcher.selector import glob_match
 
 
 class GoldenError(ValueError):
@@ -31,10 +31,10 @@ class GoldenError(ValueError):
 
 def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions,
                        forced: str | None = None) -> Trajectory:
-    from collector import scorer
-    from collector.store import queries
-    from collector.suites.inputs import InputError, expand
-    from collector.suites.run import temporary_store, write
+    from tooltrail.collector import scorer
+    from tooltrail.collector.store import queries
+    from tooltrail.collector.suites.inputs import InputError, expand
+    from tooltrail.collector.suites.run import temporary_store, write
 
     try:
         paths = list(expand(sources))
@@ -56,7 +56,7 @@ def offline_trajectory(sources: Sequence[str], key: str, options: ExtractOptions
 
 def server_trajectory(url: str, key: str, api_key: str | None,
                       project: str | None = None) -> Trajectory:
-    from collector.suites.remote import Server
+    from tooltrail.collector.suites.remote import Server
 
     status, body = Server(url, api_key, project).call(
         "GET", f"/api/v1/conversations/{urllib.parse.quote(key, safe='')}")
@@ -94,7 +94,7 @@ def golden(trajectory: Trajectory, key: str, *, ident: str | None, match: str,
     for calls in ([t["calls"] for t in body["turns"]] if per_turn else [body["calls"]]):
         for call in calls:
             call["arguments"] = loosen(call["arguments"], ignore)
-    from collector.suites.importers import slug
+    from tooltrail.collector.suites.importers import slug
 
     out = {"id": ident or slug(key, "golden"), "description": f"golden trajectory of {key}",
            "selector": {"conversation": "".join(f"[{c}]" if c in "*?[" else c for c in key)},
@@ -125,7 +125,7 @@ def run(argv: list[str]) -> int:
     if bool(args.server) == bool(args.inputs):
         print("tooltrail golden: give INPUT files or --server URL", file=sys.stderr)
         return 2
-    from collector.suites.remote import RemoteError
+    from tooltrail.collector.suites.remote import RemoteError
 
     try:
         trajectory = (server_trajectory(args.server, args.conversation, args.api_key,

@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from collector.clihelp import HelpFormatter, Parser
-from collector.suites.messages import BadMessages, expected_turns
-from collector.suites.suite import SuiteError, parse_suite, suite_document
-from matcher import InvalidExpectation
-from matcher.spec import load_text
+from tooltrail.collector.clihelp import HelpFormatter, Parser
+from tooltrail.collector.suites.messages import BadMessages, expected_turns
+from tooltrail.collector.suites.suite import SuiteError, parse_suite, suite_document
+from tooltrail.matcher import InvalidExpectation
+from tooltrail.matcher.spec import load_text
 
 DEFAULT_SELECTOR = 'conversation: "{id}*"'
 _SLUG_BAD = re.compile(r"[^A-Za-z0-9._-]+")

@@ -32,11 +32,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from collector.errors import InvalidPayload, PayloadTooLarge
-from collector.extract import ExtractOptions
-from collector.ingest import extract_safely, with_refused
-from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.errors import InvalidPayload, PayloadTooLarge
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.ingest import extract_safely, with_refused
+from tooltrail.collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -49,7 +49,7 @@ FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
 MAX_INPUT_BYTES = 4 << 30  # decompressed size of one input file
 STEM_SUFFIXES = (".gz", ".json", ".jsonl", ".ndjson", ".pb", ".binpb", ".bin", ".otlp",
                  ".proto", ".events", ".messages")  # fmt: skip
-ADK_MODULE = "collector.capture.adk_events"  # a pure reader → Batch, owned by capture
+ADK_MODULE = "tooltrail.collector.capture.adk_events"  # a pure reader → Batch, owned by capture
 
 
 class InputError(ValueError):
@@ -324,7 +324,7 @@ def read_otlp(data: bytes, _stem: str, options: ExtractOptions, fmt: str) -> Ite
 
 
 def read_openai(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:
-    from collector.suites.messages import batch_from_messages, load_messages
+    from tooltrail.collector.suites.messages import batch_from_messages, load_messages
 
     yield batch_from_messages(load_messages(data), key, options)
 

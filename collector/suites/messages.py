@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collector.extract import ExtractOptions, is_plumbing
-from collector.extract.decoding import as_arguments
-from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from tooltrail.collector.extract import ExtractOptions, is_plumbing
+from tooltrail.collector.extract.decoding import as_arguments
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
 
 CONVENTION = "openai.messages"
 TICK_NS = 1_000

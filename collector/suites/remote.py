@@ -28,10 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collector.clihelp import API_KEY_ENV, API_KEY_HELP, PROJECT_HELP, HelpFormatter, Parser
-from collector.suites.report import Check, Report
-from collector.suites.suite import Suite, SuiteError, load_suite
-from matcher import parse_expectation
+from tooltrail.collector.clihelp import (
+    API_KEY_ENV,
+    API_KEY_HELP,
+    PROJECT_HELP,
+    HelpFormatter,
+    Parser,
+)
+from tooltrail.collector.suites.report import Check, Report
+from tooltrail.collector.suites.suite import Suite, SuiteError, load_suite
+from tooltrail.matcher import parse_expectation
 
 TIMEOUT = 30.0  # seconds per request (plus the long-poll's wait)
 PAGE = 1000

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import IO, Any
 from xml.sax.saxutils import escape, quoteattr
 
-from collector.suites.inputs import Read
-from collector.suites.suite import Suite
+from tooltrail.collector.suites.inputs import Read
+from tooltrail.collector.suites.suite import Suite
 
 SCHEMA_ID = "tooltrail.check/1"
 EXIT_PASSED, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
@@ -187,7 +187,7 @@ def write_html(report: Report, out: IO[str]) -> None:
     """The `--html` report, written as it is rendered: every verdict with its aligned diff
     (collector.ui.report), and the outcomes with no verdict to draw (no conversation matched,
     pending) in its summary."""
-    from collector.ui.report import stream_report
+    from tooltrail.collector.ui.report import stream_report
 
     definitions = {e.id: e.expectation.to_dict() for e in report.suite.entries}
 

@@ -28,20 +28,20 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from collector import conversation_view, scorer
-from collector.api import convert
-from collector.extract import ExtractOptions
-from collector.memory_store import MemoryStore
-from collector.metrics import Metrics
-from collector.projects import DEFAULT_PROJECT
-from collector.store import leases
-from collector.store.db import make_engine, migrate
-from collector.store.rows import prepare
-from collector.store.writer import Writer
-from collector.suites.inputs import Read, read_input
-from collector.suites.report import Check, Report, Spool, dump, load
-from collector.suites.suite import Suite
-from matcher import Result
+from tooltrail.collector import conversation_view, scorer
+from tooltrail.collector.api import convert
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.memory_store import MemoryStore
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store import leases
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.rows import prepare
+from tooltrail.collector.store.writer import Writer
+from tooltrail.collector.suites.inputs import Read, read_input
+from tooltrail.collector.suites.report import Check, Report, Spool, dump, load
+from tooltrail.collector.suites.suite import Suite
+from tooltrail.matcher import Result
 
 log = logging.getLogger(__name__)
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from matcher import Expectation, InvalidExpectation, parse_expectation
-from matcher.spec import load_text
+from tooltrail.matcher import Expectation, InvalidExpectation, parse_expectation
+from tooltrail.matcher.spec import load_text
 
 SUITE_FIELDS = ("name", "description", "defaults", "expectations")
 DEFAULT_FIELDS = ("match", "arguments", "selector")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from collector.ui.templating import environment, stylesheet
-from collector.ui.views import verdict
+from tooltrail.collector.ui.templating import environment, stylesheet
+from tooltrail.collector.ui.views import verdict
 
 
 def render_report(

@@ -11,9 +11,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from sqlalchemy import Connection
 
-from collector import conversation_view, summaries, turn_view
-from collector.api import convert
-from collector.api.deps import (
+from tooltrail.collector import conversation_view, summaries, turn_view
+from tooltrail.collector.api import convert
+from tooltrail.collector.api.deps import (
     AppState,
     ReadConn,
     State,
@@ -23,15 +23,15 @@ from collector.api.deps import (
     resolve_project,
     rfc3339,
 )
-from collector.api.errors import ApiError
-from collector.api.routes.jobs import job_out
-from collector.api.routes.signals import Figures, Group
-from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
-from collector.store import jobs, production, queries
-from collector.ui import session
-from collector.ui.chart import pass_rate_svg
-from collector.ui.templating import render, stylesheet
-from collector.ui.views import Verdict, verdict
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.routes.jobs import job_out
+from tooltrail.collector.api.routes.signals import Figures, Group
+from tooltrail.collector.apikeys import ApiKeys, Forbidden, Unauthenticated
+from tooltrail.collector.store import jobs, production, queries
+from tooltrail.collector.ui import session
+from tooltrail.collector.ui.chart import pass_rate_svg
+from tooltrail.collector.ui.templating import render, stylesheet
+from tooltrail.collector.ui.views import Verdict, verdict
 
 router = APIRouter(include_in_schema=False)
 PAGE = 50
@@ -311,8 +311,8 @@ def signout() -> RedirectResponse:
 
 def _golden(conn: Connection, key: str, scope: str) -> dict[str, Any] | None:
     """The expectation `tooltrail golden --conversation KEY` writes (its defaults)."""
-    from collector import scorer
-    from collector.suites.golden import golden
+    from tooltrail.collector import scorer
+    from tooltrail.collector.suites.golden import golden
 
     row = queries.get_conversation(conn, key, scope)
     if row is None:
@@ -350,7 +350,7 @@ async def golden_save(request: Request, app: State) -> Response:
     typed into the form: the session cookie never authorises a write (collector.ui.session)."""
     import json
 
-    from collector.api.routes.expectations import create_expectation
+    from tooltrail.collector.api.routes.expectations import create_expectation
 
     form = parse_qs((await request.body()).decode("utf-8", "replace"))
     field = {k: (v or [""])[0] for k, v in form.items()}
@@ -413,9 +413,9 @@ def compare_page(request: Request, conn: ReadConn, app: State, project: Text = N
                  candidate: Text = None) -> HTMLResponse:
     """Two versions of a service (the `service.version` the production signals record): drift
     figures, then the same scenarios side by side, verdict by verdict."""
-    from collector.api.routes.signals import thresholds
-    from collector.production.counts import Counts
-    from collector.production.drift import drift
+    from tooltrail.collector.api.routes.signals import thresholds
+    from tooltrail.collector.production.counts import Counts
+    from tooltrail.collector.production.drift import drift
 
     try:
         scope = _project(app, project)

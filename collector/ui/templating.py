@@ -11,7 +11,7 @@ import orjson
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from collector.ui.views import label, steps
+from tooltrail.collector.ui.views import label, steps
 
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"

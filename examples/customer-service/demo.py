@@ -33,8 +33,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from versions import VERSIONS
 
-from collector.bench.process import ServerProcess, serve
-from collector.suites.suite import load_suite, suite_document
+from tooltrail.collector.bench.process import ServerProcess, serve
+from tooltrail.collector.suites.suite import load_suite, suite_document
 
 HERE = Path(__file__).resolve().parent
 SERVICE = "customer-service"
@@ -59,7 +59,7 @@ def tooltrail(*args: str) -> subprocess.CompletedProcess[str]:
     """A tooltrail command, shown as a person would type it."""
     shown = " ".join(a if " " not in a else repr(a) for a in args)
     say(f"$ tooltrail {shown}")
-    return subprocess.run([sys.executable, "-m", "collector.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tooltrail", *args], capture_output=True,
                           text=True, check=False, timeout=300)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import MetaData, create_engine, select
 
-from collector.store.db import normalise_url
+from tooltrail.collector.store.db import normalise_url
 
 
 def rows_as_text(database_url: str) -> dict[str, list[dict[str, str]]]:

@@ -15,18 +15,18 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.bench import extract as bench_extract
-from collector.bench.floor import run_floor, tool_rows
-from collector.bench.ingest import DEFAULT_PATHS
-from collector.bench.traffic import TOOLS, RequestFactory, Shape
-from collector.extract import ExtractOptions, extract, otlp
-from collector.readers import read_logs
 from tests.collector.receivers.test_logs_extract import trajectory
 from tests.conftest import drop_postgres_database, new_postgres_database
+from tooltrail.collector.bench import extract as bench_extract
+from tooltrail.collector.bench.floor import run_floor, tool_rows
+from tooltrail.collector.bench.ingest import DEFAULT_PATHS
+from tooltrail.collector.bench.traffic import TOOLS, RequestFactory, Shape
+from tooltrail.collector.extract import ExtractOptions, extract, otlp
+from tooltrail.collector.readers import read_logs
 
 
 def run(*args: str, timeout: float = 240) -> str:
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", *args],
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "bench", *args],
                           capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -82,7 +82,7 @@ def test_bench_ingest_runs_another_installs_server(tmp_path: Path) -> None:
               "--server-python", sys.executable)
     assert re.search(r"server interpreter\s+" + re.escape(sys.executable) + "\n", out), out
     assert re.search(r"grpc: acknowledged missing from store\s+0\n", out), out
-    refused = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "ingest",
+    refused = subprocess.run([sys.executable, "-m", "tooltrail", "bench", "ingest",
                               "--server-python", sys.executable, "--signals-ab", "1"],
                              capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2, refused.stderr
@@ -93,7 +93,8 @@ def test_bench_extract_interleaves_installs_and_walks(tmp_path: Path) -> None:
     """Every (install, walk) once per round, each leg naming the collector it imported; the
     other install (here this interpreter without PYTHONPATH: the wiring, not a second build,
     is what is tested) runs from a directory of its own and extracts the same calls."""
-    other = subprocess.run([sys.executable, "-c", "import collector; print(collector.__file__)"],
+    code = "import tooltrail.collector; print(tooltrail.collector.__file__)"
+    other = subprocess.run([sys.executable, "-c", code],
                            capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path,
                            env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     out = run("extract", "--requests", "2", "--passes", "2", "--rounds", "2",
@@ -215,7 +216,7 @@ def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
     import os
     import time
 
-    from collector.bench import memory
+    from tooltrail.collector.bench import memory
 
     me = os.getpid()
     reads = {"rss": 0, "pss": 0}
@@ -245,7 +246,7 @@ def test_memory_sampler_keeps_peaks_and_reads_pss_less_often(
 
 @pytest.mark.parametrize("store", ["sqlite", "postgresql"])
 def test_bench_soak_prints_each_minute_and_the_verdict(store: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "soak", "--store",
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "bench", "soak", "--store",
                            store, "--minutes", "3", "--minute-seconds", "1", "--clients", "2"],
                           capture_output=True, text=True, timeout=240, check=False)
     out = done.stdout

@@ -16,15 +16,15 @@ from types import ModuleType
 import httpx
 import pytest
 
-from collector import cli
-from collector.config import Settings, env_name
+from tooltrail.collector import cli
+from tooltrail.collector.config import Settings, env_name
 
 WORKER = {"database_url", "settle_seconds", "worker_poll_seconds", "worker_batch",
           "lease_seconds", "host", "worker_http_port", "log_level", "log_format", "retention"}
 
 
 def tooltrail(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "collector.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "tooltrail", *args], capture_output=True,
                           text=True, timeout=60, check=False,
                           env={**os.environ, "COLUMNS": "200", **(env or {})})
 
@@ -78,7 +78,7 @@ def test_serve_with_warn_level_and_api_keys_on_the_command_line(tmp_path: object
     warned about, pointing to the keys file."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", "serve", "--log-level", "warn", "--api-keys",
+        [sys.executable, "-m", "tooltrail", "serve", "--log-level", "warn", "--api-keys",
          "admin:k3y", "--http-port", str(port), "--grpc-port", "0", "--no-worker",
          "--database-url", f"sqlite:///{tmp_path}/t.db"],
         stderr=subprocess.PIPE, text=True)

@@ -20,7 +20,9 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-OWN = {"collector", "matcher", "migrations"}
+OWN = "tooltrail"  # the one import name: collector/ is tooltrail.collector, and so on
+# the code: the folders tooltrail/ links (its own modules are tooltrail/*.py)
+FOLDERS = ("collector", "matcher", "migrations")
 # dependencies no module imports by name, and who loads them
 USED_INDIRECTLY = {
     "psycopg-binary": "psycopg's compiled implementation, loaded by psycopg",
@@ -56,11 +58,11 @@ def imports(path: Path) -> Iterator[tuple[str, bool]]:
 def code_imports() -> dict[str, list[tuple[str, bool]]]:
     """Third-party module → the files importing it (relative path, lazily?)."""
     found: dict[str, list[tuple[str, bool]]] = {}
-    for package in sorted(OWN):
-        for path in sorted((ROOT / package).rglob("*.py")):
+    files = [*(ROOT / OWN).glob("*.py"), *(p for f in FOLDERS for p in (ROOT / f).rglob("*.py"))]
+    for path in sorted(files):
             for module, lazy in imports(path):
                 top = module.split(".")[0]
-                if top not in OWN and top not in sys.stdlib_module_names:
+                if top != OWN and top not in sys.stdlib_module_names:
                     found.setdefault(module, []).append((str(path.relative_to(ROOT)), lazy))
     return found
 

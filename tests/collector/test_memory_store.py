@@ -12,18 +12,18 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from collector import conversation_view
-from collector.api import convert
-from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-from collector.memory_store import MemoryStore
-from collector.projects import DEFAULT_PROJECT
-from collector.store import leases, queries
-from collector.store.persist import write_prepared
-from collector.store.rows import prepare
-from collector.suites import bench, run
-from collector.suites.inputs import Read, read_input
 from tests.collector.suites.checkutil import CAPTURES, otlp_json_line
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector import conversation_view
+from tooltrail.collector.api import convert
+from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+from tooltrail.collector.memory_store import MemoryStore
+from tooltrail.collector.projects import DEFAULT_PROJECT
+from tooltrail.collector.store import leases, queries
+from tooltrail.collector.store.persist import write_prepared
+from tooltrail.collector.store.rows import prepare
+from tooltrail.collector.suites import bench, run
+from tooltrail.collector.suites.inputs import Read, read_input
 
 ALL = 1 << 30
 

@@ -21,19 +21,19 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.bench.process import _stop
-from collector.errors import Overloaded
-from collector.extract import ExtractOptions
-from collector.ingest import Ingest, Offload, Pipeline
-from collector.memory_sink import MemorySink
-from collector.metrics import Metrics
-from collector.receivers.codec import decode_body
-from collector.store.db import at_head, make_engine
-from collector.store.rows import prepare
-from collector.worker import MAX_BACKOFF, Worker
 from tests.conftest import fresh_database
 from tests.server import FAST, Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, provider, to_request
+from tooltrail.collector.bench.process import _stop
+from tooltrail.collector.errors import Overloaded
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.ingest import Ingest, Offload, Pipeline
+from tooltrail.collector.memory_sink import MemorySink
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.receivers.codec import decode_body
+from tooltrail.collector.store.db import at_head, make_engine
+from tooltrail.collector.store.rows import prepare
+from tooltrail.collector.worker import MAX_BACKOFF, Worker
 
 EXPECTATION = {"id": "obs", "selector": {"conversation": "obs-*"}, "match": "subset",
                "calls": [{"name": "lookup"}]}
@@ -99,7 +99,7 @@ def test_server_metrics(database_url: str) -> None:
 def worker_process(database_url: str, *flags: str) -> Iterator[tuple[subprocess.Popen[str], int]]:
     """A `tooltrail worker` with its HTTP endpoint on a free port; yields it and the port."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url,
+        [sys.executable, "-m", "tooltrail", "worker", "--database-url", database_url,
          "--host", "127.0.0.1", "--worker-http-port", "0", *FAST, *flags],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
@@ -171,7 +171,7 @@ def test_worker_backs_off_with_jitter_while_the_database_is_unreachable(
                     lease_seconds=5)
     assert worker.pause == 0.25
     bounds = []
-    with caplog.at_level(logging.INFO, logger="collector.worker"):
+    with caplog.at_level(logging.INFO, logger="tooltrail.collector.worker"):
         for _ in range(8):
             assert worker.safe_round() == 0
             pauses = [worker.pause for _ in range(50)]
@@ -188,7 +188,7 @@ def test_worker_backs_off_with_jitter_while_the_database_is_unreachable(
 
 def test_replicas_migrating_at_once_all_succeed(tmp_path: Path) -> None:
     for url in fresh_database("postgres", tmp_path):
-        command = [sys.executable, "-m", "collector.cli", "migrate", "--database-url", url]
+        command = [sys.executable, "-m", "tooltrail", "migrate", "--database-url", url]
         processes = [subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.PIPE, text=True) for _ in range(4)]
         said = [p.communicate(timeout=120)[1] for p in processes]
@@ -227,7 +227,7 @@ def test_worker_http_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         done = subprocess.run(
-            [sys.executable, "-m", "collector.cli", "worker", "--database-url",
+            [sys.executable, "-m", "tooltrail", "worker", "--database-url",
              f"sqlite:///{tmp_path / 'w.db'}", "--host", "127.0.0.1",
              "--worker-http-port", str(port)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr

@@ -1,5 +1,5 @@
-"""The package as `python -m build` makes it: one version (collector.__version__), the
-Apache-2.0 license as an SPDX expression with its text shipped, py.typed for both packages,
+"""The package as `python -m build` makes it: one version (tooltrail.__version__), the
+Apache-2.0 license as an SPDX expression with its text shipped, py.typed for each package,
 Python classifiers, no warnings from the build backend (they printed on every
 `./scripts/serve`), and every file of the packages in both the wheel and the sdist (templates,
 CSS, the migration template: an ordinary install without them answers 500 on /ui/)."""
@@ -11,8 +11,8 @@ import zipfile
 
 import pytest
 
-import collector
-from tests.dist import Dist, built, package_files
+import tooltrail
+from tests.dist import SOURCES, Dist, built, package_files
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +25,11 @@ def test_the_built_wheel(dist: Dist) -> None:
                     if "Warning" in line and "Location" not in line]  # pip's index notes aside
     assert not backend_said, backend_said
     with zipfile.ZipFile(dist.wheel) as archive:
-        info = f"tooltrail-{collector.__version__}.dist-info"
+        info = f"tooltrail-{tooltrail.__version__}.dist-info"
         metadata = archive.read(f"{info}/METADATA").decode()
         license_text = archive.read(f"{info}/licenses/LICENSE").decode()
     headers = metadata.split("\n\n", 1)[0].splitlines()
-    assert f"Version: {collector.__version__}" in headers
+    assert f"Version: {tooltrail.__version__}" in headers
     assert "License-Expression: Apache-2.0" in headers and "License-File: LICENSE" in headers
     assert not any(h.startswith("Classifier: License ::") for h in headers)
     for version in ("3.11", "3.13"):
@@ -42,15 +42,22 @@ def test_every_package_file_is_shipped(dist: Dist) -> None:
     files = package_files()
     data = [f for f in files if not f.endswith(".py")]
     # the walk sees what the code loads (a walk finding nothing would pass anything)
-    assert {"collector/py.typed", "matcher/py.typed", "migrations/script.py.mako",
-            "collector/ui/static/ui.css", "collector/ui/templates/base.html"} <= set(data)
+    assert {"tooltrail/py.typed", "tooltrail/collector/py.typed", "tooltrail/matcher/py.typed",
+            "tooltrail/migrations/script.py.mako", "tooltrail/collector/ui/static/ui.css",
+            "tooltrail/collector/ui/templates/base.html"} <= set(data)
     with zipfile.ZipFile(dist.wheel) as archive:
         in_wheel = set(archive.namelist())
     with tarfile.open(dist.sdist) as archive:
-        top = f"tooltrail-{collector.__version__}/"
+        top = f"tooltrail-{tooltrail.__version__}/"
         in_sdist = {m.name.removeprefix(top) for m in archive.getmembers() if m.isfile()}
     # C sources are the extension's build input: in the sdist, compiled into the wheel
     assert [f for f in files if f not in in_wheel and not f.endswith(".c")] == []
     assert [f for f in files if f not in in_sdist] == []
     # the compiled span walk is built into the wheel (gcc is on every machine here)
-    assert any(n.startswith("collector/extract/_wire") and n.endswith(".so") for n in in_wheel)
+    assert any(n.startswith("tooltrail/collector/extract/_wire") and n.endswith(".so")
+               for n in in_wheel)
+    # one import name: nothing is installed or shipped under the folders' own names
+    assert {n.split("/")[0] for n in in_wheel} == {
+        "tooltrail", f"tooltrail-{tooltrail.__version__}.dist-info"}
+    assert {n.split("/")[0] for n in in_sdist} <= {
+        "tooltrail", "tooltrail.egg-info", "PKG-INFO", "setup.cfg", *SOURCES}

@@ -16,21 +16,21 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import func, select
 
-from collector import conversation_view
-from collector.capture.explicit import explicit_batch
-from collector.extract import ExtractOptions, extract
-from collector.store.db import alembic_config, make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import (
+from tests.collector.suites.checkutil import run, run_json, verdicts
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, to_request
+from tooltrail.collector import conversation_view
+from tooltrail.collector.capture.explicit import explicit_batch
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.store.db import alembic_config, make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import (
     conversations,
     expectations,
     signal_buckets,
     tool_calls,
     turns,
 )
-from tests.collector.suites.checkutil import run, run_json, verdicts
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, to_request
 
 
 def spans_of(project: str | None, service: str, key: str, tools: list[ToolStep]) -> bytes:
@@ -322,7 +322,7 @@ def test_apply_check_and_golden_take_the_project(
 def test_retention_deletes_the_old_conversation_of_one_project_only(database_url: str) -> None:
     """The same key in two projects: retention judges each conversation by its own last
     activity, so only the stale project's goes (with its turns and calls)."""
-    from collector.governance import retention
+    from tooltrail.collector.governance import retention
 
     migrate(database_url)
     engine = make_engine(database_url)

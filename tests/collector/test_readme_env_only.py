@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from collector.cli import registry
 from tests.server import Server, running_server
+from tooltrail.collector.cli import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
@@ -240,7 +240,7 @@ def test_readme_lists_every_command_and_each_has_help() -> None:
     names = {*commands.commands, *commands.programs} - {"bench"}
     assert sorted(listed) == sorted(names | {f"bench {t}" for t in commands.bench})
     for name in listed:
-        done = subprocess.run([sys.executable, "-m", "collector.cli", *name.split(), "--help"],
+        done = subprocess.run([sys.executable, "-m", "tooltrail", *name.split(), "--help"],
                               capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0 and done.stdout.startswith("usage: "), (name, done.stderr)
         assert name.split()[-1] in done.stdout.splitlines()[0], done.stdout

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collector import cli
-from collector.config import Settings, SettingsError
+from tooltrail.collector import cli
+from tooltrail.collector.config import Settings, SettingsError
 
 LAYERS = ("default", "file", "env", "flag")
 DEFAULT_PORT = Settings.model_fields["http_port"].default
@@ -136,7 +136,7 @@ def test_a_bad_api_keys_file_is_one_line_and_exit_2(
 def test_the_default_conversation_keys_are_extractions() -> None:
     """`serve` and `tooltrail extract` read the same keys unless told otherwise (a key added to
     extraction's default, such as LangSmith's thread id, reaches the server too)."""
-    from collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
+    from tooltrail.collector.extract.analyze import DEFAULT_CONVERSATION_KEYS
 
     assert "langsmith.metadata.thread_id" in DEFAULT_CONVERSATION_KEYS
     assert tuple(Settings().conversation_keys) == DEFAULT_CONVERSATION_KEYS

@@ -23,9 +23,9 @@ import pytest
 import yaml
 from dockerfile_parse import DockerfileParser
 
-from collector.config import Settings
 from tests.dist import PACKAGES, SOURCES
 from tests.server import Server, running_server
+from tooltrail.collector.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -47,7 +47,7 @@ def instructions(kind: str) -> list[str]:
 
 def tooltrail_args_valid(args: list[str], env: dict[str, str] | None = None) -> None:
     """`tooltrail ARGS --help` exits 0: the command and its flags exist."""
-    run = subprocess.run([sys.executable, "-m", "collector.cli", *args, "--help"],
+    run = subprocess.run([sys.executable, "-m", "tooltrail", *args, "--help"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert run.returncode == 0, (args, run.stderr)
 

@@ -32,7 +32,7 @@ def test_the_documented_workflow_is_a_valid_github_workflow() -> None:
     assert argv[:2] == ["tooltrail", "check"]
     # every option it passes exists: argparse exits 2 on an unknown one
     parsed = subprocess.run(
-        [sys.executable, "-c", "import sys; from collector.suites.cli import check_parser; "
-         "check_parser().parse_args(sys.argv[1:])", *argv[2:]],
+        [sys.executable, "-c", "import sys; from tooltrail.collector.suites.cli import "
+         "check_parser; check_parser().parse_args(sys.argv[1:])", *argv[2:]],
         capture_output=True, text=True, timeout=60)
     assert parsed.returncode == 0, parsed.stderr

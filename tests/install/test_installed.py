@@ -1,7 +1,10 @@
 """The wheel and the sdist, each installed into a fresh virtualenv outside the checkout (with
 the project's constraints) and used from a directory that is not the checkout: `tooltrail
 serve` on SQLite, one OTLP/HTTP request from the real SDK exporter, a scored result over REST,
-a /ui/ page, `tooltrail check --html`. The rest of the suite runs against the editable
+a /ui/ page, `tooltrail check --html`. The agent project there has its own `collector` and
+`matcher` packages and imports them beside tooltrail's recording helper, file exporter and
+matcher API (`from tooltrail import ...`): tooltrail installs nothing under a generic name,
+and its own code never imports one. The rest of the suite runs against the editable
 install, which finds every file in the checkout whether or not a build would ship it."""
 
 from __future__ import annotations
@@ -18,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from collector.bench.process import serve
 from tests.dist import ROOT, built
+from tooltrail.collector.bench.process import serve
 
 pytestmark = pytest.mark.install
 
@@ -61,10 +64,21 @@ def installs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         return {kind: future.result() for kind, future in bins.items()}
 
 
+# the agent project's own packages, named as tooltrail's folders are
+OWN_PACKAGES = {
+    "collector": 'def collect_order(order_id):\n    return {"id": order_id, "status": "shipped"}\n',
+    "matcher": 'def route(text):\n    return "refunds" if "refund" in text else "general"\n',
+}
+
+
 def _project(tmp_path: Path) -> Path:
-    """An agent project's directory: its code, its expectation and its suite."""
+    """An agent project's directory: its code, its own `collector` and `matcher` packages,
+    its expectation and its suite."""
     project = tmp_path / "agent-project"
     project.mkdir()
+    for name, code in OWN_PACKAGES.items():
+        (project / name).mkdir()
+        (project / name / "__init__.py").write_text(code)
     shutil.copy(Path(__file__).with_name("agent_project.py"), project / "agent.py")
     (project / "expectation.json").write_text(json.dumps(EXPECTATION))
     (project / "suite.json").write_text(json.dumps(SUITE))
@@ -104,8 +118,11 @@ def test_an_ordinary_install_serves_scores_and_reports(
         assert agent.returncode == 0, agent.stderr
         said = json.loads(agent.stdout)
         assert said["passed"] == [True]
+        # each name from its own place: the project's packages, tooltrail's from the install
+        assert said["own"] == [str(project / "collector" / "__init__.py"),
+                               str(project / "matcher" / "__init__.py"), "refunds"]
         venv = str(bin_dir.parent)
-        assert all(m.startswith(venv) for m in said["modules"]), said["modules"]
+        assert all(m.startswith(venv) for m in said["tooltrail"]), said["tooltrail"]
         result = _wait_result(client, "smoke-refund")
         assert result["passed"] is True, result
         page = client.get("/ui/conversations/smoke-refund")
@@ -114,8 +131,11 @@ def test_an_ordinary_install_serves_scores_and_reports(
         assert "<!doctype html>" in page.text.lower() and "lookup_order" in page.text
         css = client.get("/ui/static/ui.css")
         assert css.status_code == 200 and len(css.text) > 100
+    # run as `python -m tooltrail` from the project: its directory (and so its own
+    # `collector` and `matcher`) is first on the path of the command and of its children
     check = subprocess.run(
-        [str(bin_dir / "tooltrail"), "check", "suite.json", "spans.jsonl", "--html", "out.html"],
+        [str(bin_dir / "python"), "-m", "tooltrail", "check", "suite.json", "spans.jsonl",
+         "--html", "out.html"],
         capture_output=True, text=True, timeout=120, env=_env(), cwd=project, check=False)
     assert check.returncode == 0, check.stdout + check.stderr
     report = (project / "out.html").read_text()

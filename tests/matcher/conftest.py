@@ -17,7 +17,7 @@ def _record_parses(path: str) -> None:
     import json
     from typing import Any
 
-    from matcher import InvalidExpectation, spec
+    from tooltrail.matcher import InvalidExpectation, spec
 
     parse = spec._parse
     out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (open for the session)

@@ -25,7 +25,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from matcher import Call, InvalidExpectation, Trajectory, parse_expectation, score
+from tooltrail.matcher import Call, InvalidExpectation, Trajectory, parse_expectation, score
 
 TOOLS = ("search", "lookup", "refund", "email", "read")
 KEYS = ("id", "q", "n", "amount", "tags", "opts", "status", "x.y", "it's")

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matcher.assign import has_perfect_matching, lcs_chain, max_matching, optimal_assignment
+from tooltrail.matcher.assign import (
+    has_perfect_matching,
+    lcs_chain,
+    max_matching,
+    optimal_assignment,
+)
 
 FAST = settings(max_examples=150, deadline=None, derandomize=True, database=None)
 
@@ -132,7 +137,7 @@ def _reference_tiny(scores: list[list[float]], n: int, m: int) -> list[tuple[int
 
 @pytest.mark.parametrize("shape", [(2, 2), (2, 3), (3, 2), (2, 4), (4, 2)])
 def test_tiny_assignment_two_rows_or_columns_keeps_ties(shape: tuple[int, int]) -> None:
-    from matcher.assign import _tiny_assignment
+    from tooltrail.matcher.assign import _tiny_assignment
 
     rng = random.Random(sum(shape))
     n, m = shape

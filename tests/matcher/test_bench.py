@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import bench, score
+from tooltrail.matcher import bench, score
 
 
 def test_bench_main_runs(capsys: pytest.CaptureFixture[str]) -> None:

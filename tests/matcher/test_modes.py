@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import Trajectory
+from tooltrail.matcher import Trajectory
 
 from .util import call, calls, names, run
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from matcher import Call, Trajectory, parse_expectation, score
+from tooltrail.matcher import Call, Trajectory, parse_expectation, score
 
 
 def pairs(body: dict[str, object], turns: list[list[Call]]) -> list[list[dict[str, object]]]:

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from matcher import (
+from tests.matcher.test_shares import reference_share
+from tooltrail.matcher import (
     Call,
     Expectation,
     Result,
@@ -21,8 +22,7 @@ from matcher import (
     parse_expectation,
     score,
 )
-from matcher.expected import ExpectedCall
-from tests.matcher.test_shares import reference_share
+from tooltrail.matcher.expected import ExpectedCall
 
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
 ARG_MODES = ("ignore", "partial", "exact")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from matcher import Call, Trajectory
+from tooltrail.matcher import Call, Trajectory
 
 from .util import call, calls, names, run
 
@@ -350,7 +350,7 @@ def test_differences_carry_the_turn_of_the_call() -> None:
 
 
 def test_new_difference_is_the_dataclass() -> None:
-    from matcher.result import Difference, new_difference
+    from tooltrail.matcher.result import Difference, new_difference
 
     fields = ("argument", "msg", 1, 2, 0, "calls[1]", {"a": 1}, [1])
     made = new_difference(*fields)
@@ -362,7 +362,7 @@ def test_new_difference_is_the_dataclass() -> None:
 def test_results_are_plain_dataclasses() -> None:
     import dataclasses
 
-    from matcher import Call, Trajectory, parse_expectation, score
+    from tooltrail.matcher import Call, Trajectory, parse_expectation, score
 
     exp = parse_expectation({"match": "strict", "calls": [{"name": "a", "arguments": {"x": 1}}]})
     for made in ([Call("a", {"x": 1})], [Call("a", {"x": 2}), Call("b", {})]):
@@ -379,8 +379,8 @@ def test_difference_paths_join_like_field_paths() -> None:
     the sentence; it must equal appending each part in turn."""
     import random
 
-    from matcher.explain import _at, _join
-    from matcher.types import index_path, key_path
+    from tooltrail.matcher.explain import _at, _join
+    from tooltrail.matcher.types import index_path, key_path
 
     def appended(base: str, path: tuple[str | int, ...]) -> str:
         for part in path:

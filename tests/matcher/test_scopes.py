@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from matcher import Trajectory, parse_expectation, score
+from tooltrail.matcher import Trajectory, parse_expectation, score
 
 from .util import call, names
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import micro_summary
+from tooltrail.matcher import micro_summary
 
 from .util import call, calls, names, run
 

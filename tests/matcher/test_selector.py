@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from matcher import Selector, parse_expectation
+from tooltrail.matcher import Selector, parse_expectation
 
 
 def _sel(**fields: Any) -> Selector:

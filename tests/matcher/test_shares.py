@@ -10,12 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.optimize import linear_sum_assignment
 
-from matcher import Call, Trajectory, parse_expectation, score
-from matcher.agreement import best_total
-from matcher.assign import max_matching
-from matcher.expected import exact_values
-from matcher.shares import Shares
-from matcher.values import AbsentSpec, ObjectSpec
+from tooltrail.matcher import Call, Trajectory, parse_expectation, score
+from tooltrail.matcher.agreement import best_total
+from tooltrail.matcher.assign import max_matching
+from tooltrail.matcher.expected import exact_values
+from tooltrail.matcher.shares import Shares
+from tooltrail.matcher.values import AbsentSpec, ObjectSpec
 
 values = st.sampled_from([0, 1, "p", "q"])
 args = st.fixed_dictionaries({"x": values, "y": values})
@@ -78,8 +78,8 @@ def test_explanations_pair_leftovers_by_the_optimal_assignment(
 ) -> None:
     """`Differences._agreement` pairs leftover calls with rows at the optimal total of
     (unweighted) shares."""
-    from matcher.differences import Differences
-    from matcher.explain import Frame
+    from tooltrail.matcher.differences import Differences
+    from tooltrail.matcher.explain import Frame
 
     body = [{"name": "t", "arguments": a} for a in expected]
     plan = parse_expectation({"match": "unordered", "calls": body}).plan

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from matcher import InvalidExpectation, parse_expectation, parse_expectation_text
+from tooltrail.matcher import InvalidExpectation, parse_expectation, parse_expectation_text
 
 
 def _error(data: Any, **kw: Any) -> str:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import Call, InvalidTrajectory, Trajectory, decode_json_text, trajectory_from_json
+from tooltrail.matcher import (
+    Call,
+    InvalidTrajectory,
+    Trajectory,
+    decode_json_text,
+    trajectory_from_json,
+)
 
 
 def test_call_defaults() -> None:

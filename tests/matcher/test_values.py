@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from matcher.compiler import compile_spec
-from matcher.values import MISSING, json_equal
+from tooltrail.matcher.compiler import compile_spec
+from tooltrail.matcher.values import MISSING, json_equal
 
 M = MISSING  # the key is absent
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from matcher import Call, Result, Trajectory, parse_expectation, score
+from tooltrail.matcher import Call, Result, Trajectory, parse_expectation, score
 
 
 def call(name: str, step: int | None = None, error: bool | str | None = None,

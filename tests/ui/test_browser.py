@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from collector.ui.report import render_report
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_request
 from tests.ui.browser import artifacts, chromium
+from tooltrail.collector.ui.report import render_report
 
 CAPTURE = Path(__file__).resolve().parents[1] / "captures" / "pydantic_ai" / "spans.otlp.pb"
 KEY = "conv-pydantic-ai-0001"

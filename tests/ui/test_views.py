@@ -6,9 +6,9 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from typing import Any
 
-from collector.ui.report import render_report
-from collector.ui.views import verdict
-from matcher import Call, Trajectory, parse_expectation, score
+from tooltrail.collector.ui.report import render_report
+from tooltrail.collector.ui.views import verdict
+from tooltrail.matcher import Call, Trajectory, parse_expectation, score
 
 
 def conversation(turns: list[list[Call]]) -> dict[str, Any]:

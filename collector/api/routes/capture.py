@@ -23,22 +23,22 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.requests import ClientDisconnect
 
-from collector.api.deps import Project
-from collector.api.errors import error_body
-from collector.api.schemas import ErrorBody
-from collector.capture import a2a, adk_events, explicit
-from collector.capture import body as body_json
-from collector.config import Settings
-from collector.errors import (
+from tooltrail.collector.api.deps import Project
+from tooltrail.collector.api.errors import error_body
+from tooltrail.collector.api.schemas import ErrorBody
+from tooltrail.collector.capture import a2a, adk_events, explicit
+from tooltrail.collector.capture import body as body_json
+from tooltrail.collector.config import Settings
+from tooltrail.collector.errors import (
     InvalidPayload,
     Overloaded,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from collector.extract.traces import key_size_problem
-from collector.ingest import MEMORY_PER_BYTE, Ingest, admitted
-from collector.model import Batch
-from collector.receivers.http import read_body
+from tooltrail.collector.extract.traces import key_size_problem
+from tooltrail.collector.ingest import MEMORY_PER_BYTE, Ingest, admitted
+from tooltrail.collector.model import Batch
+from tooltrail.collector.receivers.http import read_body
 
 log = logging.getLogger(__name__)
 CAPTURE_PATH = re.compile(

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
 
-from collector import conversation_view
-from collector.api import convert, selection
-from collector.api.deps import (
+from tooltrail.collector import conversation_view
+from tooltrail.collector.api import convert, selection
+from tooltrail.collector.api.deps import (
     CursorParam,
     Limit,
     Project,
@@ -24,17 +24,17 @@ from collector.api.deps import (
     page,
     parse_time,
 )
-from collector.api.errors import ApiError
-from collector.api.schemas import (
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.schemas import (
     ConversationOut,
     ConversationPage,
     ConversationResults,
     ErrorBody,
 )
-from collector.governance import retention
-from collector.store import queries
-from collector.store.state import scoring_state
-from matcher import parse_expectation
+from tooltrail.collector.governance import retention
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.state import scoring_state
+from tooltrail.matcher import parse_expectation
 
 log = logging.getLogger(__name__)
 

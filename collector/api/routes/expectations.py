@@ -7,10 +7,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 from sqlalchemy import Connection
 
-from collector import summaries
-from collector.api import convert
-from collector.api.bodies import ExpectationBody
-from collector.api.deps import (
+from tooltrail.collector import summaries
+from tooltrail.collector.api import convert
+from tooltrail.collector.api.bodies import ExpectationBody
+from tooltrail.collector.api.deps import (
     CursorParam,
     Limit,
     Project,
@@ -24,9 +24,9 @@ from collector.api.deps import (
     parse_time,
     rfc3339,
 )
-from collector.api.errors import ApiError
-from collector.api.expectation_schema import request_body
-from collector.api.schemas import (
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.expectation_schema import request_body
+from tooltrail.collector.api.schemas import (
     ErrorBody,
     ExpectationCreated,
     ExpectationOut,
@@ -34,9 +34,9 @@ from collector.api.schemas import (
     SummaryOut,
     ValidationOut,
 )
-from collector.api.selection import selection
-from collector.store import queries
-from matcher import Expectation, InvalidExpectation, parse_expectation
+from tooltrail.collector.api.selection import selection
+from tooltrail.collector.store import queries
+from tooltrail.matcher import Expectation, InvalidExpectation, parse_expectation
 
 router = APIRouter(
     prefix="/api/v1",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from collector.api.deps import State
-from collector.api.errors import ApiError
-from collector.health import readiness
+from tooltrail.collector.api.deps import State
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.health import readiness
 
 router = APIRouter(tags=["health"])
 

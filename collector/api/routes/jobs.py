@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from collector import reextract
-from collector.api.deps import (
+from tooltrail.collector import reextract
+from tooltrail.collector.api.deps import (
     CursorParam,
     Limit,
     Project,
@@ -19,11 +19,11 @@ from collector.api.deps import (
     parse_time,
     rfc3339,
 )
-from collector.api.errors import ApiError
-from collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut, JobPage
-from collector.store import jobs
-from matcher import InvalidExpectation
-from matcher.selector import parse_selector
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.schemas import ErrorBody, JobCreated, JobIn, JobOut, JobPage
+from tooltrail.collector.store import jobs
+from tooltrail.matcher import InvalidExpectation
+from tooltrail.matcher.selector import parse_selector
 
 router = APIRouter(
     prefix="/api/v1/jobs",

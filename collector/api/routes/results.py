@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from collector.api import convert
-from collector.api.deps import (
+from tooltrail.collector.api import convert
+from tooltrail.collector.api.deps import (
     CursorParam,
     Limit,
     Project,
@@ -18,9 +18,9 @@ from collector.api.deps import (
     parse_time,
     rfc3339,
 )
-from collector.api.errors import ApiError
-from collector.api.schemas import ErrorBody, IngestErrorList, IngestErrorOut, ResultPage
-from collector.store import queries
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.schemas import ErrorBody, IngestErrorList, IngestErrorOut, ResultPage
+from tooltrail.collector.store import queries
 
 router = APIRouter(
     prefix="/api/v1",

@@ -20,14 +20,14 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 from starlette.types import Message
 
-from collector.api.deps import State
-from collector.api.errors import ApiError
-from collector.api.routes.expectations import parse
-from collector.api.schemas import ErrorBody, ResultOut
-from collector.processes import ChildDied, DeadlineChildren, OverDeadline
-from collector.stateless_score import score_json
-from matcher import InvalidTrajectory
-from matcher.payload import trajectory_from_json
+from tooltrail.collector.api.deps import State
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.routes.expectations import parse
+from tooltrail.collector.api.schemas import ErrorBody, ResultOut
+from tooltrail.collector.processes import ChildDied, DeadlineChildren, OverDeadline
+from tooltrail.collector.stateless_score import score_json
+from tooltrail.matcher import InvalidTrajectory
+from tooltrail.matcher.payload import trajectory_from_json
 
 MAX_SCORE_BYTES = 1024 * 1024  # request body
 MAX_SCORE_CALLS = 1000  # actual calls, over all turns

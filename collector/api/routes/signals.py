@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
-from collector.api.deps import Project, ReadConn, State, TimeParam, parse_time, rfc3339
-from collector.api.errors import ApiError
-from collector.api.schemas import ErrorBody
-from collector.production.counts import Counts
-from collector.production.drift import Measure, Thresholds, drift
-from collector.store import production
+from tooltrail.collector.api.deps import Project, ReadConn, State, TimeParam, parse_time, rfc3339
+from tooltrail.collector.api.errors import ApiError
+from tooltrail.collector.api.schemas import ErrorBody
+from tooltrail.collector.production.counts import Counts
+from tooltrail.collector.production.drift import Measure, Thresholds, drift
+from tooltrail.collector.store import production
 
 router = APIRouter(
     prefix="/api/v1",

@@ -17,11 +17,11 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from collector.apikeys import ApiKeys, Forbidden, Unauthenticated
-from collector.cli import exposure_warning
-from collector.config import Settings
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.apikeys import ApiKeys, Forbidden, Unauthenticated
+from tooltrail.collector.cli import exposure_warning
+from tooltrail.collector.config import Settings
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 KEYS = "ingest:ingest-key,read:read-key,admin:admin-key"

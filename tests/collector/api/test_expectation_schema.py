@@ -19,11 +19,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from collector.api.expectation_schema import expectation_schema
-from matcher import InvalidExpectation, parse_expectation
-from matcher.selector import FIELDS as SELECTOR_FIELDS
-from matcher.spec import CALL_FIELDS, TOP_FIELDS, TURN_FIELDS
 from tests.matcher.test_spec import INVALID
+from tooltrail.collector.api.expectation_schema import expectation_schema
+from tooltrail.matcher import InvalidExpectation, parse_expectation
+from tooltrail.matcher.selector import FIELDS as SELECTOR_FIELDS
+from tooltrail.matcher.spec import CALL_FIELDS, TOP_FIELDS, TURN_FIELDS
 
 VALIDATORS = {r: jsonschema.Draft202012Validator(expectation_schema(r)) for r in (False, True)}
 CROSS_FIELD = re.compile(

@@ -19,11 +19,11 @@ from openapi_spec_validator import validate
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from pydantic import BaseModel
 
-from collector.api.app import create_app
-from collector.config import Settings
-from matcher.result import DifferenceKind
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.api.app import create_app
+from tooltrail.collector.config import Settings
+from tooltrail.matcher.result import DifferenceKind
 
 TIME_FIELDS = {"first_seen", "last_seen", "since", "until", "start", "at"}
 

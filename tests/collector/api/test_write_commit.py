@@ -10,10 +10,10 @@ from fastapi.testclient import TestClient
 from sqlalchemy import event, select
 from sqlalchemy.exc import OperationalError
 
-from collector.api.app import create_app
-from collector.config import Settings
-from collector.store.db import make_engine, migrate
-from collector.store.tables import conversations
+from tooltrail.collector.api.app import create_app
+from tooltrail.collector.config import Settings
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.tables import conversations
 
 
 def test_a_failed_commit_is_not_answered_as_success(tmp_path: Path) -> None:

@@ -172,7 +172,7 @@ def test_bad_bodies_are_400_and_store_nothing(server: Server, body: bytes, messa
 
 
 def test_json_rpc_responses_of_a_dumped_stream_are_read() -> None:
-    from collector.capture.a2a import read_tasks
+    from tooltrail.collector.capture.a2a import read_tasks
 
     events = [update("task-r", [A, B]),
               StreamResponse(task=task("task-r", "a2a-rpc", [artifact("tools", [B])]))]

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from collector.capture import adk_events
-from collector.capture.adk_events import BadEvents, read_events
-from collector.cli import main as tooltrail
-from collector.extract import ExtractOptions, reconcile
-from collector.model import Batch
+from tooltrail.collector.capture import adk_events
+from tooltrail.collector.capture.adk_events import BadEvents, read_events
+from tooltrail.collector.cli import main as tooltrail
+from tooltrail.collector.extract import ExtractOptions, reconcile
+from tooltrail.collector.model import Batch
 
 FOLDER = Path(__file__).resolve().parents[2] / "captures" / "adk_events"
 EXPECTED = json.loads((FOLDER / "expected_events.json").read_text())

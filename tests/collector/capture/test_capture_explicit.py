@@ -14,10 +14,10 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import func, select
 
-from collector.store.db import make_engine
-from collector.store.tables import tool_calls
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import tool_calls
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,15 @@ how positions map to stored turns; pure, on matcher Calls as the scoring worker 
 
 from __future__ import annotations
 
-from collector.capture.explicit import explicit_batch
-from collector.capture.merge import (
+from tooltrail.collector.capture.explicit import explicit_batch
+from tooltrail.collector.capture.merge import (
     CALL_ACCESS,
     logical_turns,
     merge_calls,
     position_key,
     position_of,
 )
-from matcher import Call
+from tooltrail.matcher import Call
 
 
 def traced() -> list[Call]:

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from collector.capture.record import agent_turn
-from collector.extract import extract, reconcile
 from tests.server import Server, running_server
 from tests.spans import capture, provider, to_request
+from tooltrail.collector.capture.record import agent_turn
+from tooltrail.collector.extract import extract, reconcile
 
 
 def run_agent(tp: object, conversation: str) -> None:

@@ -13,9 +13,9 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import func, select
 
-from collector.store.db import make_engine
-from collector.store.tables import tool_calls
 from tests.server import Server, running_server
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import tool_calls
 
 FOLDER = Path(__file__).resolve().parents[2] / "captures" / "adk_events"
 EXPECTED = json.loads((FOLDER / "expected_events.json").read_text())

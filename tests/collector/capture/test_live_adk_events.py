@@ -11,8 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from collector.capture.adk_events import read_events
 from tests.collector.capture.test_capture_adk_events import EXPECTED, FOLDER, turns
+from tooltrail.collector.capture.adk_events import read_events
 
 
 def test_live_adk_session_reads_as_the_ground_truth(tmp_path: Path) -> None:

@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from collector.bench.ingest import committed_calls, missing_acknowledged
-from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
-from collector.bench.traffic import RequestFactory, Shape
-from collector.store.db import make_engine
 from tests.server import running_server
+from tooltrail.collector.bench.ingest import committed_calls, missing_acknowledged
+from tooltrail.collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.store.db import make_engine
 
 
 def load_in_thread(grpc_endpoint: str, base_url: str, factory: RequestFactory,

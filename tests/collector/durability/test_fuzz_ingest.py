@@ -18,13 +18,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from collector.errors import InvalidPayload
-from collector.extract import ExtractOptions
-from collector.ingest import extract_safely
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
-from collector.store.persist import prepare
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_otlp_json, to_request
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.ingest import extract_safely
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.store.persist import prepare
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 HTTP_OK = {200, 400, 413, 415, 503}

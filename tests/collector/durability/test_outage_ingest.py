@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from collector.bench.ingest import missing_acknowledged
-from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
-from collector.bench.traffic import RequestFactory, Shape
-from collector.store.db import make_engine, migrate
 from tests.server import running_server
+from tooltrail.collector.bench.ingest import missing_acknowledged
+from tooltrail.collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.store.db import make_engine, migrate
 
 
 def _bin(name: str) -> str:

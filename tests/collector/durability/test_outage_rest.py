@@ -10,10 +10,10 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from collector.api.app import create_app
-from collector.config import Settings
 from tests.collector.durability.test_outage_ingest import PostgresServer, _free_port
 from tests.server import running_server
+from tooltrail.collector.api.app import create_app
+from tooltrail.collector.config import Settings
 
 EXPECTATION = {"id": "outage-exp", "expect": {"calls": [{"name": "lookup"}]}}
 

@@ -10,13 +10,20 @@ import os
 
 import pytest
 
-from collector.bench.ingest import missing_acknowledged
-from collector.bench.load import GrpcSender, HttpSender, Send, Stats, run_clients, run_open_loop
-from collector.bench.memory import MemorySampler
-from collector.bench.traffic import RequestFactory, Shape
-from collector.store.db import make_engine
 from tests.conftest import fresh_database
 from tests.server import running_server
+from tooltrail.collector.bench.ingest import missing_acknowledged
+from tooltrail.collector.bench.load import (
+    GrpcSender,
+    HttpSender,
+    Send,
+    Stats,
+    run_clients,
+    run_open_loop,
+)
+from tooltrail.collector.bench.memory import MemorySampler
+from tooltrail.collector.bench.traffic import RequestFactory, Shape
+from tooltrail.collector.store.db import make_engine
 
 MB = 1024 * 1024
 SERVER_RSS_LIMIT = 350 * MB  # the server process

@@ -10,10 +10,10 @@ import time
 import httpx
 from sqlalchemy import func, select
 
-from collector.store.db import make_engine
-from collector.store.tables import conversations, results
 from tests.server import running_server, running_workers
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.tables import conversations, results
 
 EXPECTATION = {"id": "scale", "selector": {"conversation": "so-*"}, "match": "subset",
                "calls": [{"name": "lookup"}]}

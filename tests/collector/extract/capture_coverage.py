@@ -20,7 +20,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract import extract
+from tooltrail.collector.extract import extract
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 

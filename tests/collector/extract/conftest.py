@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.extract import decoding, otlp
+from tooltrail.collector.extract import decoding, otlp
 
 # each walk: (the span walk, the JSON decoding of attribute values), switched together
 WALKS: dict[str, tuple[object, object]] = {

@@ -35,8 +35,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from collector.extract import ExtractOptions, extract
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 TOOLS = ("get_weather", "search", "lookup", "transfer_to_billing", "final_result",

@@ -22,12 +22,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.errors import InvalidPayload
-from collector.extract import ExtractOptions, decoding, extract, otlp
-from collector.extract.decoding import noting
-from collector.ingest import Pipeline, run_pipeline
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
-from collector.store.rows import prepare
 from tests.collector.durability.test_fuzz_ingest import (
     SEED_PB,
     json_values,
@@ -36,6 +30,12 @@ from tests.collector.durability.test_fuzz_ingest import (
 )
 from tests.collector.extract import extract_corpus as corpus
 from tests.collector.extract import wire_variants
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract import ExtractOptions, decoding, extract, otlp
+from tooltrail.collector.extract.decoding import noting
+from tooltrail.collector.ingest import Pipeline, run_pipeline
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.store.rows import prepare
 
 pytestmark = pytest.mark.skipif(otlp.COMPILED_WALK is None and os.environ.get("CI") != "true",
                                 reason="the compiled walk is not built")
@@ -56,10 +56,10 @@ def test_an_extension_older_than_its_source_is_not_used(monkeypatch: pytest.Monk
     import sys
     import types
 
-    stale = types.ModuleType("collector.extract._wire")
+    stale = types.ModuleType("tooltrail.collector.extract._wire")
     stale.configure = lambda *args: None  # type: ignore[attr-defined]  # no configure_json
-    monkeypatch.setitem(sys.modules, "collector.extract._wire", stale)
-    monkeypatch.setattr(sys.modules["collector.extract"], "_wire", stale, raising=False)
+    monkeypatch.setitem(sys.modules, "tooltrail.collector.extract._wire", stale)
+    monkeypatch.setattr(sys.modules["tooltrail.collector.extract"], "_wire", stale, raising=False)
     monkeypatch.delenv("TOOLTRAIL_PURE_PYTHON", raising=False)
     monkeypatch.setattr(otlp, "_STALE", False)
     assert otlp._compiled() is None and otlp._STALE

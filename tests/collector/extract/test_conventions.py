@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from collector.extract import ExtractOptions, extract, reconcile
-from collector.model import Batch, ToolCall
+from tooltrail.collector.extract import ExtractOptions, extract, reconcile
+from tooltrail.collector.model import Batch, ToolCall
 
 TRACE = bytes(range(1, 17))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract import ExtractOptions, extract
-from collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE
 
 
 def test_tool_calls_fields_and_conversation_from_root() -> None:
@@ -117,7 +117,7 @@ def test_tool_span_without_name_is_unextracted_not_silent() -> None:
 
 
 def test_arguments_decoding() -> None:
-    from collector.extract.decoding import as_arguments, unwrap_result
+    from tooltrail.collector.extract.decoding import as_arguments, unwrap_result
 
     assert as_arguments('{"a": 1}') == ({"a": 1}, None)
     assert as_arguments('"{\\"a\\": 1}"') == ({"a": 1}, None)  # double-encoded

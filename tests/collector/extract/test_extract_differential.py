@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from collector.extract import extract
 from tests.collector.extract import extract_corpus as corpus
+from tooltrail.collector.extract import extract
 
 DIGESTS = Path(__file__).with_name("extract_digests.txt")
 SEED, CHUNK = 20, 100

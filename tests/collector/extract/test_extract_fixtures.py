@@ -14,14 +14,14 @@ import pytest
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.extract import ExtractOptions, extract
-from collector.extract.approvals import interrupt_calls
-from collector.extract.otlp import iter_spans, span_view
-from collector.extract.reconcile import place, settle
-from collector.extract_report import read_request
-from collector.model import Batch, ToolCall
-from collector.readers import read_logs
-from collector.receivers.codec import JSON, decode_request
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract.approvals import interrupt_calls
+from tooltrail.collector.extract.otlp import iter_spans, span_view
+from tooltrail.collector.extract.reconcile import place, settle
+from tooltrail.collector.extract_report import read_request
+from tooltrail.collector.model import Batch, ToolCall
+from tooltrail.collector.readers import read_logs
+from tooltrail.collector.receivers.codec import JSON, decode_request
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 # Captures whose content is only in OTel log records (`logs.otlp.pb` beside the spans) are held

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from collector.cli import main as tooltrail
-from collector.extract import ExtractOptions, extract
-from collector.extract_report import file_report
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
 from tests.collector.extract.test_extract_fixtures import CAPTURES, expected_turns, load
+from tooltrail.collector.cli import main as tooltrail
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract_report import file_report
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
 
 
 def main(argv: list[str]) -> int:
@@ -107,7 +107,7 @@ def test_bad_usage_and_bad_files(capsys: pytest.CaptureFixture[str], tmp_path: P
 
 def test_runs_as_a_command() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "collector.cli", "extract",
+        [sys.executable, "-m", "tooltrail", "extract",
          str(CAPTURES / "vercel_ai" / "spans.otlp.json"), "--summary"],
         capture_output=True, text=True, timeout=60, check=False,
     )

@@ -19,12 +19,6 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from sqlalchemy import Engine, delete, select
 
-from collector import conversation_view, scorer
-from collector.extract import extract
-from collector.store import queries
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import conversations, tool_calls, turns
 from tests.collector.extract.test_extract_fixtures import (
     FIXTURES,
     NO_CONVERSATION_ID,
@@ -32,6 +26,12 @@ from tests.collector.extract.test_extract_fixtures import (
     load,
     pending,
 )
+from tooltrail.collector import conversation_view, scorer
+from tooltrail.collector.extract import extract
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations, tool_calls, turns
 
 PARTS = 4
 

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from collector.cli import main
-from collector.extract import ExtractOptions, extract
-from collector.extract.conventions import read_conventions
-from collector.extract_report import file_report
 from tests.collector.extract.test_user_conventions import ACME, acme_request
 from tests.spans import capture, to_otlp_json, to_request
+from tooltrail.collector.cli import main
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract.conventions import read_conventions
+from tooltrail.collector.extract_report import file_report
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 CAPTURE_FILES = sorted(str(p.relative_to(CAPTURES)) for p in CAPTURES.glob("*/spans.otlp.pb"))

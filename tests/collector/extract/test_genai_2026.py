@@ -26,10 +26,10 @@ from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 
-from collector.extract import ExtractOptions, extract, reconcile
-from collector.model import Batch, ToolCall
 from tests.server import Server, running_server
 from tests.spans import capture, provider, to_request
+from tooltrail.collector.extract import ExtractOptions, extract, reconcile
+from tooltrail.collector.model import Batch, ToolCall
 
 SESSION = "8267461134f24305af708e66b8eda71a"  # mcp.md's example `mcp.session.id`
 ARGUMENTS = {"location": "San Francisco?", "date": "2025-10-01"}  # mcp.md's examples

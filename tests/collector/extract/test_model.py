@@ -8,7 +8,7 @@ import pickle
 
 import pytest
 
-from collector.model import ToolCall, TraceInfo
+from tooltrail.collector.model import ToolCall, TraceInfo
 
 CALL = ToolCall("t", "s", "p", "lookup", "c1", {"id": 1}, None, {"ok": True}, None, "ok", 1, 2,
                 "genai", {"k": "v"}, None, True)

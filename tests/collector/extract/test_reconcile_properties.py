@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from opentelemetry.trace import SpanKind
 
-from collector.extract import extract
-from collector.extract.reconcile import reconcile
 from tests.spans import capture, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.extract.reconcile import reconcile
 
 ENVELOPES = [
     lambda a: {"kwargs": a},  # LlamaIndex's OpenInference

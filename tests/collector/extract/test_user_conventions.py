@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from collector.cli import main
-from collector.extract import ExtractOptions, extract
-from collector.extract.conventions import ConventionsError, read_conventions
-from collector.model import Batch
 from tests.server import running_server
 from tests.spans import capture, to_otlp_json, to_request
+from tooltrail.collector.cli import main
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract.conventions import ConventionsError, read_conventions
+from tooltrail.collector.model import Batch
 
 ACME = """\
 conventions:

@@ -14,7 +14,10 @@ import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from collector.governance.redaction import (
+from tests.collector.dbscan import where_found
+from tests.server import Server, running_server
+from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.governance.redaction import (
     MASK,
     KeyRule,
     Policy,
@@ -23,11 +26,8 @@ from collector.governance.redaction import (
     load_policy,
     luhn,
 )
-from collector.model import Batch, ToolCall, TraceInfo
-from collector.store.rows import CALL_FIELDS, prepare
-from tests.collector.dbscan import where_found
-from tests.server import Server, running_server
-from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.model import Batch, ToolCall, TraceInfo
+from tooltrail.collector.store.rows import CALL_FIELDS, prepare
 
 SECRET = "test-redaction-secret"
 EMAIL = "jane.doe@example.com"
@@ -51,7 +51,7 @@ ARGUMENTS = {"customer_id": CUSTOMER, "contact": f"write to {EMAIL}", "pay": f"c
 def tooltrail_redact_hash(value: str) -> str:
     """The hash as the documented command prints it."""
     done = subprocess.run(
-        [sys.executable, "-m", "collector.cli", "redact-hash", value], check=True,
+        [sys.executable, "-m", "tooltrail", "redact-hash", value], check=True,
         capture_output=True, text=True, env={**os.environ, "TOOLTRAIL_REDACTION_SECRET": SECRET})
     return done.stdout.strip()
 
@@ -178,7 +178,7 @@ def test_card_pattern_needs_the_luhn_check_and_hash_rules_need_a_secret(
 
 def test_serve_refuses_unusable_rules_in_one_line(tmp_path: Path, rules_file: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "collector.cli", "serve", "--database-url",
+        [sys.executable, "-m", "tooltrail", "serve", "--database-url",
          f"sqlite:///{tmp_path / 'x.db'}", "--redaction-rules", str(rules_file)],
         capture_output=True, text=True, timeout=60, check=False,
         env={k: v for k, v in os.environ.items() if k != "TOOLTRAIL_REDACTION_SECRET"})

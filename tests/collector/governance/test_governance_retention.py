@@ -16,17 +16,17 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import Engine, func, select
 
-from collector.extract import ExtractOptions, extract
-from collector.governance import retention
-from collector.metrics import Metrics
-from collector.store import queries
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import conversations, metadata, turns
-from collector.worker import Worker
 from tests.collector.dbscan import rows_as_text, where_found
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.governance import retention
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations, metadata, turns
+from tooltrail.collector.worker import Worker
 
 EXPECTATION = {"id": "any-lookup", "selector": {"conversation": "*"}, "match": "superset",
                "calls": [{"name": "lookup_order"}]}
@@ -140,7 +140,7 @@ def test_retention_setting_runs_in_the_served_worker(tmp_path: Path) -> None:
 
 
 def test_retention_must_be_a_duration(tmp_path: Path) -> None:
-    from collector.config import Settings, SettingsError
+    from tooltrail.collector.config import Settings, SettingsError
 
     assert retention.parse_duration("30d") == 30 * 86400
     assert retention.parse_duration("1.5h") == 5400
@@ -235,9 +235,9 @@ def test_a_write_racing_a_delete_is_retried_and_leaves_no_orphans(
     """PostgreSQL writers read conversations and turns without locks: a deletion committed
     right after the writer's lookup must make the write retryable (never a permanent refusal
     of a valid span, never tool calls without their conversation), and the retry stores it."""
-    from collector.store import persist
-    from collector.store.tables import tool_calls
-    from collector.store.writer import StoreUnavailable, classify
+    from tooltrail.collector.store import persist
+    from tooltrail.collector.store.tables import tool_calls
+    from tooltrail.collector.store.writer import StoreUnavailable, classify
 
     migrate(pg_url)
     engine, deleter = make_engine(pg_url), make_engine(pg_url)

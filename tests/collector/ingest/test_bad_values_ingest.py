@@ -15,14 +15,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from collector.errors import InvalidPayload, Overloaded
-from collector.extract import extract
-from collector.metrics import Metrics
-from collector.store.db import make_engine, migrate
-from collector.store.persist import CALL_FIELDS, PreparedBatch, prepare
-from collector.store.writer import Writer
 from tests.collector.receivers.test_ingest_limits import grpc_export, merged, post, tool_names, turn
 from tests.server import Server, running_server
+from tooltrail.collector.errors import InvalidPayload, Overloaded
+from tooltrail.collector.extract import extract
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import CALL_FIELDS, PreparedBatch, prepare
+from tooltrail.collector.store.writer import Writer
 
 NEVER = 2**64 - 1  # the largest fixed64: no signed 64-bit time column holds it
 

@@ -10,9 +10,6 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.extract import extract
-from collector.extract.decoding import MAX_JSON_DEPTH
-from collector.receivers.codec import PROTOBUF, decode_body
 from tests.collector.receivers.test_ingest_limits import (
     deeper_than_protobuf_allows,
     grpc_export,
@@ -22,6 +19,9 @@ from tests.collector.receivers.test_ingest_limits import (
 )
 from tests.server import Server, running_server
 from tests.spans import to_otlp_json
+from tooltrail.collector.extract import extract
+from tooltrail.collector.extract.decoding import MAX_JSON_DEPTH
+from tooltrail.collector.receivers.codec import PROTOBUF, decode_body
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,17 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import select
 
-from collector.extract import extract
-from collector.store.db import make_engine, migrate
-from collector.store.persist import insert_turns, prepare, refresh_conversations, write_prepared
-from collector.store.tables import conversations
 from tests.conftest import drop_postgres_database, new_postgres_database
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import (
+    insert_turns,
+    prepare,
+    refresh_conversations,
+    write_prepared,
+)
+from tooltrail.collector.store.tables import conversations
 
 
 @pytest.fixture

@@ -11,15 +11,22 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from collector.errors import Overloaded, StoreUnavailable
-from collector.extract import ExtractOptions
-from collector.ingest import MEMORY_PER_BYTE, BatchSink, Ingest, IngestResult, Offload, Pipeline
-from collector.memory_sink import MemorySink
-from collector.metrics import Metrics
-from collector.receivers import http as http_receiver
-from collector.receivers.codec import JSON, PROTOBUF, decode_body
-from collector.store.rows import CALL_FIELDS, prepare
 from tests.spans import ToolStep, agent_turn, capture, to_otlp_json, to_request
+from tooltrail.collector.errors import Overloaded, StoreUnavailable
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.ingest import (
+    MEMORY_PER_BYTE,
+    BatchSink,
+    Ingest,
+    IngestResult,
+    Offload,
+    Pipeline,
+)
+from tooltrail.collector.memory_sink import MemorySink
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.receivers import http as http_receiver
+from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.store.rows import CALL_FIELDS, prepare
 
 LIMIT = 10**7
 

@@ -14,11 +14,11 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from collector.extract.fields import MAX_NAME
-from collector.extract.traces import MAX_KEY_BYTES
 from tests.collector.receivers.test_ingest_limits import post, turn
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.extract.fields import MAX_NAME
+from tooltrail.collector.extract.traces import MAX_KEY_BYTES
 
 SENT_AS_IS = [
     "  padded key\t",  # surrounding whitespace is part of the key

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from collector.bench.memory import cpu_by_process, cpu_by_role, role
-from collector.errors import Overloaded
-from collector.extract import ExtractOptions
-from collector.ingest import Offload, Pipeline
-from collector.metrics import Metrics
-from collector.processes import ChildDied, DeadlineChildren, OverDeadline, ProcessPool
-from collector.store.rows import prepare
+from tooltrail.collector.bench.memory import cpu_by_process, cpu_by_role, role
+from tooltrail.collector.errors import Overloaded
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.ingest import Offload, Pipeline
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.processes import ChildDied, DeadlineChildren, OverDeadline, ProcessPool
+from tooltrail.collector.store.rows import prepare
 
 
 def pid() -> int:
@@ -67,9 +67,9 @@ def test_the_context_is_given_once_and_imports_its_modules_as_each_child_starts(
     """The ingest pool's children import what the pipeline needs before the server is ready,
     not during the first requests (seconds each on a loaded machine), and keep the one
     context they were given for every call (its caches live as long as the child)."""
-    from collector.store import archive
+    from tooltrail.collector.store import archive
 
-    loaded = "'collector.store.archive' in __import__('sys').modules"  # eval: a builtin
+    loaded = "'tooltrail.collector.store.archive' in __import__('sys').modules"  # eval: a builtin
 
     async def scenario() -> None:
         async with ProcessPool(1, "test") as pool:
@@ -148,7 +148,7 @@ def test_an_ingest_child_dying_is_a_retryable_overload_counted() -> None:
 
 PARENT = textwrap.dedent("""
     import asyncio, sys
-    from collector.processes import ProcessPool
+    from tooltrail.collector.processes import ProcessPool
     from tests.collector.ingest.test_processes import pid
 
     async def main():

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector import ingest
-from collector.extract import ExtractOptions
-from collector.trace_requests import split_by_trace, walk
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector import ingest
+from tooltrail.collector.extract import ExtractOptions
+from tooltrail.collector.trace_requests import split_by_trace, walk
 
 
 def two_turns() -> ExportTraceServiceRequest:

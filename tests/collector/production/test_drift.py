@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from collector.production.counts import Counts, TurnSignal
-from collector.production.drift import Thresholds, drift, jensen_shannon
 from tests.fresh import fresh_json
+from tooltrail.collector.production.counts import Counts, TurnSignal
+from tooltrail.collector.production.drift import Thresholds, drift, jensen_shannon
 
 TOOLS = ("search", "lookup", "refund")
 MIX = (0.5, 0.3, 0.2)
@@ -87,9 +87,9 @@ def test_scipy_loads_only_when_two_versions_are_compared() -> None:
     ~85 MB of every server's memory until a comparison needs them."""
     code = (
         "import json, sys\n"
-        "import collector.cli, collector.service, collector.api.app\n"
-        "from collector.production.counts import Counts, TurnSignal\n"
-        "from collector.production.drift import Thresholds, drift\n"
+        "import tooltrail.collector.cli, tooltrail.collector.service, tooltrail.collector.api.app\n"
+        "from tooltrail.collector.production.counts import Counts, TurnSignal\n"
+        "from tooltrail.collector.production.drift import Thresholds, drift\n"
         "loaded = lambda: sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})\n"
         "before = loaded()\n"
         "a, b = Counts(), Counts()\n"

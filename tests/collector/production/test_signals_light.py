@@ -14,24 +14,24 @@ import psycopg
 from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DataError
 
-from collector import conversation_view
-from collector.capture.explicit import explicit_batch
-from collector.extract import extract
-from collector.extract.dedup import collapse, walk_duplicates
-from collector.ingest import extract_safely
-from collector.model import Batch
-from collector.production import signals
-from collector.store import leases
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import conversations, signal_buckets, signal_turns, tool_calls
-from matcher import Trajectory
 from tests.collector.extract.extract_corpus import (
     CAPTURE_OPTIONS,
     capture_files,
     read_request,
     request,
 )
+from tooltrail.collector import conversation_view
+from tooltrail.collector.capture.explicit import explicit_batch
+from tooltrail.collector.extract import extract
+from tooltrail.collector.extract.dedup import collapse, walk_duplicates
+from tooltrail.collector.ingest import extract_safely
+from tooltrail.collector.model import Batch
+from tooltrail.collector.production import signals
+from tooltrail.collector.store import leases
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations, signal_buckets, signal_turns, tool_calls
+from tooltrail.matcher import Trajectory
 
 RANDOM_REQUESTS = 240
 SEED = 19
@@ -96,7 +96,7 @@ def tables(conn: Connection) -> tuple[list[Any], list[Any]]:
 
 
 def test_light_signals_equal_the_full_trajectories(database_url: str) -> None:
-    from collector import scorer
+    from tooltrail.collector import scorer
 
     migrate(database_url)
     engine = make_engine(database_url)

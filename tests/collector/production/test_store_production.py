@@ -8,14 +8,14 @@ import time
 import sqlalchemy as sa
 from sqlalchemy import Engine, func, inspect, select
 
-from collector.extract import extract
-from collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
-from collector.production import signals
-from collector.store import leases, production
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.tables import conversations, signal_buckets, signal_turns
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.model import KEY_FROM_ROOT, Batch, ToolCall, TraceInfo
+from tooltrail.collector.production import signals
+from tooltrail.collector.store import leases, production
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations, signal_buckets, signal_turns
 
 
 def record_all(engine: Engine) -> None:
@@ -67,7 +67,7 @@ def test_late_calls_and_a_rekeyed_turn_are_counted_once(database_url: str) -> No
 def test_migration_0004_creates_and_drops_the_signal_tables(database_url: str) -> None:
     from alembic import command
 
-    from collector.store.db import alembic_config
+    from tooltrail.collector.store.db import alembic_config
 
     config = alembic_config(database_url)
     command.upgrade(config, "0003")
@@ -121,9 +121,9 @@ def test_a_rescoring_job_that_marks_a_conversation_scored_records_its_signals(
 ) -> None:
     """A job over every active expectation marks the conversations it scores as scored, so
     settle-scoring never claims them: the job records their signals itself."""
-    from collector.metrics import Metrics
-    from collector.store import queries
-    from collector.worker import Worker
+    from tooltrail.collector.metrics import Metrics
+    from tooltrail.collector.store import queries
+    from tooltrail.collector.worker import Worker
 
     migrate(database_url)
     engine = make_engine(database_url)
@@ -149,7 +149,7 @@ def test_a_growing_conversation_rewrites_only_its_new_turns(database_url: str) -
     import random
     from dataclasses import replace
 
-    from collector.bench.seed import conversation_batch
+    from tooltrail.collector.bench.seed import conversation_batch
 
     migrate(database_url)
     engine = make_engine(database_url)

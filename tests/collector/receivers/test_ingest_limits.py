@@ -21,16 +21,16 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from collector.errors import InvalidPayload, Overloaded, StoreUnavailable
-from collector.extract import extract
-from collector.metrics import Metrics
-from collector.receivers.codec import decode_body
-from collector.store.db import make_engine, migrate
-from collector.store.persist import MAX_ARGUMENTS, prepare, prune_ingest_errors
-from collector.store.tables import ingest_errors
-from collector.store.writer import Writer, classify
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.errors import InvalidPayload, Overloaded, StoreUnavailable
+from tooltrail.collector.extract import extract
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.receivers.codec import decode_body
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import MAX_ARGUMENTS, prepare, prune_ingest_errors
+from tooltrail.collector.store.tables import ingest_errors
+from tooltrail.collector.store.writer import Writer, classify
 
 PB = {"content-type": "application/x-protobuf"}
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"

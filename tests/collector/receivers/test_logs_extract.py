@@ -35,13 +35,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from collector.extract import ExtractOptions, extract
-from collector.extract.events import DETAILS
-from collector.extract.reconcile import place, settle
-from collector.model import Batch
-from collector.readers import read_logs
 from tests.server import Server, running_server
 from tests.spans import capture, to_request
+from tooltrail.collector.extract import ExtractOptions, extract
+from tooltrail.collector.extract.events import DETAILS
+from tooltrail.collector.extract.reconcile import place, settle
+from tooltrail.collector.model import Batch
+from tooltrail.collector.readers import read_logs
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 # What content capture puts on a Strands tool span besides its events (capture `strands_latest`)

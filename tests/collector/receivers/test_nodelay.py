@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from collector.listen import tcp_listener
+from tooltrail.collector.listen import tcp_listener
 
 
 def test_served_connections_do_not_wait_for_delayed_acks() -> None:

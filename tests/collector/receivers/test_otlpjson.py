@@ -16,10 +16,10 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 
-from collector.errors import InvalidPayload
-from collector.receivers import otlpjson
-from collector.receivers.codec import JSON, SIGNALS, decode_body
 from tests.collector.durability.test_fuzz_ingest import mutated_json
+from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.receivers import otlpjson
+from tooltrail.collector.receivers.codec import JSON, SIGNALS, decode_body
 
 CAPTURES = Path(__file__).parents[2] / "captures"
 LIMIT = 50_000_000

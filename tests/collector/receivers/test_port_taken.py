@@ -25,7 +25,7 @@ CONVERSATIONS = 10  # each on a new connection: a shared port would hand some to
 def second_serve(
     tmp_path: Path, http_port: int, grpc_port: int
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "collector.cli", "serve", "--host", "127.0.0.1",
+    command = [sys.executable, "-m", "tooltrail", "serve", "--host", "127.0.0.1",
                "--database-url", f"sqlite:///{tmp_path / 'second.db'}", "--no-worker",
                "--http-port", str(http_port), "--grpc-port", str(grpc_port)]
     try:

@@ -156,9 +156,9 @@ def test_gzip_bomb_is_413(server: Server) -> None:
 
 
 def test_overload_answer_is_retryable() -> None:
-    from collector.errors import Overloaded
-    from collector.receivers.grpc import abort_status
-    from collector.receivers.http import error_response
+    from tooltrail.collector.errors import Overloaded
+    from tooltrail.collector.receivers.grpc import abort_status
+    from tooltrail.collector.receivers.http import error_response
 
     response = error_response(Overloaded("queue full", retry_after=2.5), "application/json")
     assert response.status_code == 503 and response.headers["retry-after"] == "3"

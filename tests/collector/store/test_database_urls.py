@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from collector.store.db import at_head, make_engine, normalise_url
 from tests.conftest import drop_postgres_database, new_postgres_database
+from tooltrail.collector.store.db import at_head, make_engine, normalise_url
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def bare_pg_url() -> Iterator[str]:
 @pytest.mark.parametrize("scheme", ["postgres", "postgresql"])
 def test_migrate_and_engines_accept_the_bare_schemes(scheme: str, bare_pg_url: str) -> None:
     url = bare_pg_url.replace("postgresql://", f"{scheme}://", 1)
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "migrate", "--database-url",
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "migrate", "--database-url",
                            url], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     engine = make_engine(url)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import JSON, Column, Engine, Integer, MetaData, Table, insert, select, text
 
-from collector.store import jsonio
-from collector.store.db import make_engine
+from tooltrail.collector.store import jsonio
+from tooltrail.collector.store.db import make_engine
 
 META = MetaData()
 ROWS = Table("json_codec_rows", META, Column("id", Integer, primary_key=True),

@@ -7,11 +7,11 @@ from pathlib import Path
 
 from sqlalchemy import Connection, Engine, text
 
-from collector.bench.seed import seed
-from collector.metrics import Metrics
-from collector.store.db import make_engine, migrate
-from collector.store.maintenance import refresh_statistics, stale_tables
-from collector.worker import Worker
+from tooltrail.collector.bench.seed import seed
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.maintenance import refresh_statistics, stale_tables
+from tooltrail.collector.worker import Worker
 
 IDS = ", ".join(str(i) for i in range(100, 120))
 QUERY = f"SELECT * FROM tool_calls WHERE conversation_id IN ({IDS})"

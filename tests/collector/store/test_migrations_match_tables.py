@@ -11,8 +11,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import text
 
-from collector.store.db import make_engine, migrate
-from collector.store.tables import metadata
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.tables import metadata
 
 
 def differences(url: str) -> list[Any]:

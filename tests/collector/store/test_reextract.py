@@ -13,24 +13,24 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from sqlalchemy import Engine, func, inspect, select
 
-from collector.extract import ExtractOptions, conventions
-from collector.ingest import Pipeline, run_pipeline
-from collector.metrics import Metrics
-from collector.receivers.codec import decode_body
-from collector.reextract import create_job
-from collector.store import archive, queries
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_prepared
-from collector.store.rows import prepare
-from collector.store.tables import (
+from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import ExtractOptions, conventions
+from tooltrail.collector.ingest import Pipeline, run_pipeline
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.receivers.codec import decode_body
+from tooltrail.collector.reextract import create_job
+from tooltrail.collector.store import archive, queries
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_prepared
+from tooltrail.collector.store.rows import prepare
+from tooltrail.collector.store.tables import (
     conversations,
     results,
     span_archive,
     span_archive_traces,
     tool_calls,
 )
-from collector.worker import Worker
-from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.worker import Worker
 
 PROTOBUF = "application/x-protobuf"
 
@@ -111,7 +111,7 @@ def test_a_reextract_job_corrects_changed_conversations_only(
     settle(worker)
     assert state(engine, "conv-fixed") == (seq, names, after)
 
-    from collector.governance.retention import delete_by_key
+    from tooltrail.collector.governance.retention import delete_by_key
 
     same_spans = [s for s in spans.get_finished_spans()
                   if format(s.context.trace_id, "032x") == same_trace]
@@ -144,7 +144,7 @@ def test_without_the_archive_nothing_is_kept(database_url: str) -> None:
 def test_the_archive_is_refused_with_redaction_rules(tmp_path: Any) -> None:
     from pydantic import ValidationError
 
-    from collector.config import Settings
+    from tooltrail.collector.config import Settings
 
     assert Settings().archive_enabled
     assert not Settings(redaction_rules=str(tmp_path / "r.yaml")).archive_enabled
@@ -155,7 +155,7 @@ def test_the_archive_is_refused_with_redaction_rules(tmp_path: Any) -> None:
 def test_migration_0006_creates_and_drops_the_archive(database_url: str) -> None:
     from alembic import command
 
-    from collector.store.db import alembic_config
+    from tooltrail.collector.store.db import alembic_config
 
     config = alembic_config(database_url)
     command.upgrade(config, "0004")

@@ -6,11 +6,11 @@ import random
 import time
 from dataclasses import replace
 
-from collector.bench.seed import conversation_batch
-from collector.scorer import NOT_EXECUTED, trajectory
-from collector.store.db import make_engine, migrate
-from collector.store.persist import write_batches
-from matcher import Trajectory, parse_expectation, score
+from tooltrail.collector.bench.seed import conversation_batch
+from tooltrail.collector.scorer import NOT_EXECUTED, trajectory
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.matcher import Trajectory, parse_expectation, score
 
 
 def test_requested_but_never_executed_counts_as_a_failed_call(database_url: str) -> None:
@@ -33,7 +33,7 @@ def test_requested_but_never_executed_counts_as_a_failed_call(database_url: str)
 def test_a_request_and_its_execution_count_once(database_url: str) -> None:
     from sqlalchemy import select
 
-    from collector.store.tables import conversations
+    from tooltrail.collector.store.tables import conversations
 
     migrate(database_url)
     engine = make_engine(database_url)
@@ -53,8 +53,8 @@ def test_mark_scored_uses_the_scored_change_seq_not_the_live_one(database_url: s
     the change_seq that was read (on SQLite the worker holds no row lock meanwhile)."""
     from sqlalchemy import select
 
-    from collector.store.leases import conversation_facts, mark_scored
-    from collector.store.tables import conversations
+    from tooltrail.collector.store.leases import conversation_facts, mark_scored
+    from tooltrail.collector.store.tables import conversations
 
     migrate(database_url)
     engine = make_engine(database_url)

@@ -6,13 +6,13 @@ import time
 
 from sqlalchemy import Connection, func, inspect, select
 
-from collector.extract import extract
-from collector.model import Batch
-from collector.store.db import at_head, make_engine, migrate
-from collector.store.persist import write_batches
-from collector.store.rows import CALL_FIELDS
-from collector.store.tables import conversations, tool_calls, turns
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.model import Batch
+from tooltrail.collector.store.db import at_head, make_engine, migrate
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.rows import CALL_FIELDS
+from tooltrail.collector.store.tables import conversations, tool_calls, turns
 
 
 def test_migrations_reach_head_and_create_every_table(database_url: str) -> None:
@@ -94,7 +94,7 @@ def write_at_0001(conn: Connection, batch: Batch) -> None:
 def test_migration_0003_adds_source_and_marks_stored_calls_otel(database_url: str) -> None:
     from alembic import command
 
-    from collector.store.db import alembic_config
+    from tooltrail.collector.store.db import alembic_config
 
     config = alembic_config(database_url)
     command.upgrade(config, "0002")
@@ -122,7 +122,7 @@ def test_migration_0002_drops_the_tool_call_foreign_keys_and_keeps_the_rows(
 ) -> None:
     from alembic import command
 
-    from collector.store.db import alembic_config
+    from tooltrail.collector.store.db import alembic_config
 
     config = alembic_config(database_url)
     command.upgrade(config, "0001")

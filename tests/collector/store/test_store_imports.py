@@ -9,12 +9,14 @@ import ast
 import pkgutil
 from pathlib import Path
 
-import collector.store
+import tooltrail.collector.store
 from tests.fresh import fresh_json
 
-FORBIDDEN = ("collector.extract", "collector.capture", "collector.scorer", "matcher")
-STORE = Path(collector.store.__file__).parent
-MODULES = sorted(f"collector.store.{m.name}" for m in pkgutil.iter_modules([str(STORE)]))
+FORBIDDEN = ("tooltrail.collector.extract", "tooltrail.collector.capture",
+             "tooltrail.collector.scorer", "tooltrail.matcher")
+STORE = Path(tooltrail.collector.store.__file__).parent
+MODULES = sorted(f"tooltrail.collector.store.{m.name}"
+                 for m in pkgutil.iter_modules([str(STORE)]))
 
 
 def forbidden(name: str) -> bool:

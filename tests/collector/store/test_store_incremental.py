@@ -9,11 +9,11 @@ import time
 
 from sqlalchemy import select
 
-from collector.extract import extract
-from collector.store.db import make_engine, migrate
-from collector.store.persist import _recounted, write_batches
-from collector.store.tables import conversations
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import _recounted, write_batches
+from tooltrail.collector.store.tables import conversations
 
 
 def test_incremental_counts_equal_a_recount(database_url: str) -> None:

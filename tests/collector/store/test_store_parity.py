@@ -16,12 +16,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import Engine, select
 
-from collector.extract import extract
-from collector.store.db import make_engine, migrate
-from collector.store.persist import PreparedBatch, prepare, write_prepared
-from collector.store.tables import conversations, tool_calls, turns
 from tests.conftest import drop_postgres_database, fresh_database, new_postgres_database
 from tests.spans import ToolStep, agent_turn, provider, to_request
+from tooltrail.collector.extract import extract
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.persist import PreparedBatch, prepare, write_prepared
+from tooltrail.collector.store.tables import conversations, tool_calls, turns
 
 AGENTS = ("support", "billing", "Ärger", "zeta", "Alpha")
 

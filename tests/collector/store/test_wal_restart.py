@@ -11,8 +11,8 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from collector.metrics import Metrics
-from collector.store.db import WalCheckpointer, make_engine, wal_file_bytes
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store.db import WalCheckpointer, make_engine, wal_file_bytes
 
 MIB = 1024 * 1024
 

@@ -13,14 +13,14 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from collector.bench.process import _stop
-from collector.bench.seed import seed
-from collector.metrics import Metrics
-from collector.store import queries
-from collector.store.db import make_engine, migrate
-from collector.store.tables import results
-from collector.worker import Worker
 from tests.server import FAST
+from tooltrail.collector.bench.process import _stop
+from tooltrail.collector.bench.seed import seed
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.store import queries
+from tooltrail.collector.store.db import make_engine, migrate
+from tooltrail.collector.store.tables import results
+from tooltrail.collector.worker import Worker
 
 EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "subset",
                "calls": [{"name": "lookup_order"}]}
@@ -38,7 +38,7 @@ def wait_for(predicate: object, timeout: float) -> bool:
 
 def test_worker_on_an_unmigrated_database(database_url: str) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "collector.cli", "worker", "--database-url", database_url, *FAST],
+        [sys.executable, "-m", "tooltrail", "worker", "--database-url", database_url, *FAST],
         stderr=subprocess.PIPE, text=True, start_new_session=True)
     lines: list[str] = []
 
@@ -92,7 +92,7 @@ def test_a_round_that_failed_just_before_the_migration_is_no_error(
     engine = make_engine(database_url)
     worker = Worker(engine, Metrics(), settle_seconds=0.1, poll_seconds=0.1, batch=8,
                     lease_seconds=5)
-    caplog.set_level(logging.INFO, logger="collector.worker")
+    caplog.set_level(logging.INFO, logger="tooltrail.collector.worker")
     try:
         assert worker.safe_round() == 0
         migrate(database_url)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from collector.cli import main
-from collector.otlp_file import request_json
 from tests.spans import ToolStep, agent_turn, capture, to_request
+from tooltrail.collector.cli import main
+from tooltrail.collector.otlp_file import request_json
 
 ROOT = Path(__file__).resolve().parents[3]
 CAPTURES = ROOT / "tests" / "captures"

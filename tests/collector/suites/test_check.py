@@ -13,8 +13,6 @@ import jsonschema
 import pytest
 import yaml
 
-from collector.suites.report import REPORT_SCHEMA
-from collector.suites.suite import SuiteError, parse_suite_text
 from tests.collector.suites.checkutil import (
     CAPTURES,
     otlp_json_line,
@@ -25,6 +23,8 @@ from tests.collector.suites.checkutil import (
     write_jsonl,
 )
 from tests.spans import ToolStep
+from tooltrail.collector.suites.report import REPORT_SCHEMA
+from tooltrail.collector.suites.suite import SuiteError, parse_suite_text
 
 SUITE = """
 name: captures
@@ -309,7 +309,7 @@ def test_bench_check_verdicts_agree_with_what_it_wrote(selective: bool) -> None:
     import subprocess
 
     args = ["--conversations", "60", "--timeout", "240"] + (["--selective"] if selective else [])
-    done = subprocess.run([sys.executable, "-m", "collector.cli", "bench", "check", *args],
+    done = subprocess.run([sys.executable, "-m", "tooltrail", "bench", "check", *args],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr[-3000:]
     perturbed = re.search(r"(\d+) perturbed conversations, (\d+) with a failure, 0 wrong",
@@ -324,13 +324,13 @@ def test_check_gives_the_results_the_worker_stores(tmp_path: Path) -> None:
     """Offline check scores without storing; the worker scores and stores. Over real framework
     captures and the benchmark's conversations (some perturbed), every result check reports is
     the one the worker stores and REST returns, field for field (`scored_at` aside)."""
-    from collector.api import convert
-    from collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
-    from collector.metrics import Metrics
-    from collector.store import queries
-    from collector.suites import bench, run
-    from collector.suites.suite import load_suite
-    from collector.worker import Worker
+    from tooltrail.collector.api import convert
+    from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
+    from tooltrail.collector.metrics import Metrics
+    from tooltrail.collector.store import queries
+    from tooltrail.collector.suites import bench, run
+    from tooltrail.collector.suites.suite import load_suite
+    from tooltrail.collector.worker import Worker
 
     bench.write_inputs(tmp_path / "bench.jsonl", 40)
     suite_doc = bench.suite(20)
@@ -395,7 +395,7 @@ def test_a_bad_span_in_a_json_line_is_rejected_alone_as_a_receiver_does(
 
 PEAK = """
 import resource, sys
-from collector.cli import main
+from tooltrail.collector.cli import main
 code = main(sys.argv[2:])
 sys.stdout.flush()
 open(sys.argv[1], "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
@@ -418,7 +418,7 @@ def test_outputs_stream_in_bounded_memory(tmp_path: Path) -> None:
     """--format json, --junit and --html over many conversations are complete and valid, and
     writing them costs the process a bounded amount of memory over the table alone (they once
     held every result and conversation: ~0.3 MB a conversation here)."""
-    from collector.suites import bench
+    from tooltrail.collector.suites import bench
 
     conversations = 400
     bench.write_inputs(tmp_path / "in.jsonl", conversations)

@@ -20,9 +20,9 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 
-from collector.capture.record import agent_turn
-from collector.otlp_file import OTLPJsonLinesSpanExporter
 from tests.collector.suites.checkutil import run, run_json, verdicts
+from tooltrail.collector.capture.record import agent_turn
+from tooltrail.collector.otlp_file import OTLPJsonLinesSpanExporter
 
 SUITE = """
 name: recorded

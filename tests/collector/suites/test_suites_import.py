@@ -9,15 +9,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from collector.suites.importers import (
-    Context,
-    ImportFailure,
-    import_agentevals,
-    import_arksim,
-    import_file,
-    import_kagent,
-)
-from collector.suites.suite import parse_suite
 from tests.collector.suites.checkutil import (
     CAPTURES,
     run,
@@ -27,6 +18,15 @@ from tests.collector.suites.checkutil import (
     write_jsonl,
 )
 from tests.spans import ToolStep
+from tooltrail.collector.suites.importers import (
+    Context,
+    ImportFailure,
+    import_agentevals,
+    import_arksim,
+    import_file,
+    import_kagent,
+)
+from tooltrail.collector.suites.suite import parse_suite
 
 DATA = Path(__file__).parent / "suites_data"
 KAGENT_TOOL = "get-weather-by-city_get-weather-by-city"

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from collector.api.app import create_app
-from collector.api.routes import score as score_route
-from collector.api.routes.score import (
+from tests.server import Server, running_server
+from tooltrail.collector.api.app import create_app
+from tooltrail.collector.api.routes import score as score_route
+from tooltrail.collector.api.routes.score import (
     MAX_EXPECTED_CALLS,
     MAX_SCORE_BYTES,
     MAX_SCORE_CALLS,
     OverBudget,
     within_budget,
 )
-from collector.config import Settings
-from collector.processes import DeadlineChildren
-from tests.server import Server, running_server
+from tooltrail.collector.config import Settings
+from tooltrail.collector.processes import DeadlineChildren
 
 
 @pytest.fixture(scope="module")

@@ -12,14 +12,14 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from collector.bench.seed import conversation_batch
-from collector.metrics import Metrics
-from collector.model import Batch
-from collector.production import signals
-from collector.store.db import make_engine
-from collector.store.persist import write_batches
-from collector.store.tables import conversations, signal_turns
-from collector.worker import Worker
+from tooltrail.collector.bench.seed import conversation_batch
+from tooltrail.collector.metrics import Metrics
+from tooltrail.collector.model import Batch
+from tooltrail.collector.production import signals
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.persist import write_batches
+from tooltrail.collector.store.tables import conversations, signal_turns
+from tooltrail.collector.worker import Worker
 
 
 def later_turn(batch: Batch, n: int) -> Batch:
@@ -86,8 +86,8 @@ def test_the_writer_adds_turns_while_the_worker_reads_the_conversation(
 def test_an_expired_lease_is_not_owned_any_more(database_url: str) -> None:
     """What the worker writes in its second transaction is only what its lease still covers:
     once expired, another worker or a rescoring chunk may have taken the conversation."""
-    from collector.store import leases
-    from collector.store.db import migrate
+    from tooltrail.collector.store import leases
+    from tooltrail.collector.store.db import migrate
 
     migrate(database_url)
     engine = make_engine(database_url)

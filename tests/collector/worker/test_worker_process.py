@@ -11,9 +11,9 @@ import time
 
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-from collector.processes import BACKGROUND_NICE
 from tests.server import Server, running_server
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.processes import BACKGROUND_NICE
 
 STARTED = re.compile(r"scoring worker process (\d+) started")
 EXPECTATION = {"id": "wp", "match": "superset", "calls": [{"name": "lookup_order"}]}
@@ -106,7 +106,7 @@ def test_thread_mode_scores_without_a_child(tmp_path: object) -> None:
 def test_stop_is_seen_behind_other_messages_and_on_eof() -> None:
     from multiprocessing import Pipe
 
-    from collector.worker_process import STOP, WAKE, _stop_asked
+    from tooltrail.collector.worker_process import STOP, WAKE, _stop_asked
 
     recv, send = Pipe(duplex=False)
     send.send_bytes(STOP)

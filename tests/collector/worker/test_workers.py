@@ -13,12 +13,12 @@ import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from sqlalchemy import Engine, func, select
 
-from collector.bench.seed import seed
-from collector.store.db import make_engine
-from collector.store.jobs import get_job
-from collector.store.tables import conversations, results
 from tests.server import Server, running_server, running_workers
 from tests.spans import ToolStep, agent_turn, provider
+from tooltrail.collector.bench.seed import seed
+from tooltrail.collector.store.db import make_engine
+from tooltrail.collector.store.jobs import get_job
+from tooltrail.collector.store.tables import conversations, results
 
 EXPECTATION = {"id": "wk", "selector": {"conversation": "*"}, "match": "in_order",
                "calls": [{"name": "lookup_order"}, {"name": "issue_refund"}]}
