@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tooltrail.collector.clihelp import HelpFormatter, Parser
-
 WALKS = ("compiled", "pure")
 WALK_ENV = {"compiled": "0", "pure": "1"}  # TOOLTRAIL_PURE_PYTHON of each walk
 THIS = "this install"
@@ -185,6 +183,8 @@ def bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def parser() -> argparse.ArgumentParser:
+    from tooltrail.collector.clihelp import HelpFormatter, Parser
+
     p = Parser(prog="tooltrail bench extract", description=__doc__,
                formatter_class=HelpFormatter)
     p.add_argument("--requests", type=int, default=12, help="requests each pass extracts")
@@ -198,9 +198,6 @@ def parser() -> argparse.ArgumentParser:
                    help="another install's interpreter (the build before) measured in the "
                         "same rounds")
     p.add_argument("--json", help="also write the figures to this file")
-    # one leg, run by `bench` in a child process
-    p.add_argument("--leg", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--walk", choices=WALKS, help=argparse.SUPPRESS)
     return p
 
 
@@ -209,14 +206,23 @@ def main(argv: list[str]) -> int:
     for name in ("requests", "passes", "rounds", "spans_per_request"):
         if getattr(args, name) < 1:
             parser().error(f"--{name.replace('_', '-')} must be at least 1")
-    if args.leg is not None:
-        print(json.dumps(leg(args.leg, args.walk, args.passes)))
-        return 0
     report = bench(args)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
 
 
+def leg_main(argv: list[str]) -> int:
+    """One leg, in the child `run_leg` starts under either install's interpreter: a plain
+    parser, as this file runs there before it knows which import name that install has."""
+    p = argparse.ArgumentParser(prog="tooltrail bench extract (leg)")
+    p.add_argument("--leg", type=Path, required=True)
+    p.add_argument("--walk", choices=WALKS, required=True)
+    p.add_argument("--passes", type=int, required=True)
+    args = p.parse_args(argv)
+    print(json.dumps(leg(args.leg, args.walk, args.passes)))
+    return 0
+
+
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(leg_main(sys.argv[1:]))
