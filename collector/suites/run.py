@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import io
 import logging
 import sys
@@ -48,6 +49,25 @@ log = logging.getLogger(__name__)
 SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batches per commit)
 SCORE_CHUNK = 500  # conversations whose trajectories are read and scored together
 VERSION = 1  # every suite expectation is version 1 of itself
+# Young collections between two full ones while `check` runs (the interpreter's default: 10).
+# What `check` allocates is either kept to the end (the store) or freed when its chunk is done
+# (a line's decoded JSON, a chunk's results), by reference counting: a full pass finds no
+# garbage there, but under the default it runs whenever a quarter more objects survive into the
+# oldest generation, which each large transient does, and it walks them all each time.
+# Young collections still collect cyclic garbage, which dies young.
+FULL_COLLECTION_EVERY = 100
+
+
+@contextlib.contextmanager
+def few_full_collections() -> Iterator[None]:
+    """Inside the block, the cyclic collector's full passes are FULL_COLLECTION_EVERY young
+    ones apart; the previous thresholds are restored on leaving."""
+    before = gc.get_threshold()
+    gc.set_threshold(before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @contextlib.contextmanager
@@ -262,7 +282,8 @@ def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions,
     """Score the inputs' conversations against the suite on an in-memory store; the report
     is valid inside the `with` (its checks and conversations are read back as rendered)."""
     store = MemoryStore()
-    with tempfile.TemporaryDirectory(prefix="tooltrail-check-spool-") as directory:
+    with (few_full_collections(),
+          tempfile.TemporaryDirectory(prefix="tooltrail-check-spool-") as directory):
         reads = remember(store, sources, options, forced, progress)
         if progress:
             progress("scoring")
