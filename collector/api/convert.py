@@ -1,10 +1,11 @@
-"""Rows to API schemas."""
+"""Rows to API schemas. Pure (no web framework): `tooltrail check` gives results and
+conversations the REST shape through it without loading the server."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from tooltrail.collector.api.deps import rfc3339, rfc3339_ns
 from tooltrail.collector.api.schemas import (
     ConversationOut,
     ConversationSummary,
@@ -13,6 +14,20 @@ from tooltrail.collector.api.schemas import (
     ToolCallOut,
     TurnOut,
 )
+
+
+def rfc3339(seconds: float | None) -> str | None:
+    """Unix seconds as RFC 3339 UTC (microseconds, Z)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def rfc3339_ns(ns: int | None) -> str | None:
+    """Unix nanoseconds as RFC 3339 UTC."""
+    if not ns:
+        return None
+    return rfc3339(ns / 1e9)
 
 
 def conversation_summary(row: dict[str, Any]) -> ConversationSummary:

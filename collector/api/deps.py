@@ -13,6 +13,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Query, Request
 from sqlalchemy import Connection, Engine
 
+from tooltrail.collector.api.convert import rfc3339 as rfc3339  # where routes import it
+from tooltrail.collector.api.convert import rfc3339_ns as rfc3339_ns
 from tooltrail.collector.api.errors import ApiError
 from tooltrail.collector.config import Settings
 from tooltrail.collector.metrics import Metrics
@@ -116,20 +118,6 @@ def page(
         return rows, None
     rows = rows[:limit]
     return rows, encode_cursor(rows[-1][key])
-
-
-def rfc3339_ns(ns: int | None) -> str | None:
-    """Unix nanoseconds as RFC 3339 UTC."""
-    if not ns:
-        return None
-    return rfc3339(ns / 1e9)
-
-
-def rfc3339(seconds: float | None) -> str | None:
-    """Unix seconds as RFC 3339 UTC (microseconds, Z)."""
-    if seconds is None:
-        return None
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def parse_time(value: str | None, field: str) -> float | None:

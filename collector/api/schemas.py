@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from tooltrail.collector.store.jobs import JobStatus
 from tooltrail.matcher.result import DifferenceKind
 
-# Times are answered as RFC 3339 strings (`deps.rfc3339`): documented as such.
+# Times are answered as RFC 3339 strings (`convert.rfc3339`): documented as such.
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
 
