@@ -9,7 +9,8 @@
  * send a field with another wire type, or carry unknown fields: each is read as the protobuf
  * parser reads it (the last scalar wins, a repeated message is merged, a field of another wire
  * type is unknown, unknown fields are skipped). Malformed input raises ValueError: the caller
- * then takes the pure walk. */
+ * then takes the pure walk. The receivers' OTLP/JSON converters are interpreted here too
+ * (`convert`, at the end). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
@@ -923,6 +924,235 @@ static PyObject *configure_json(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- OTLP/JSON: the converters of collector/receivers/otlpjson.py, interpreted here ----
+ * A `_Message` (its `table`: JSON key -> (field name, converter or None, oneof or None)) and a
+ * `_Repeated` (its `item`) are walked exactly as their `__call__` walks them in Python, and
+ * `_Enum`, `_integer`, `_bool` and `_hex_id` (a plain hex id; any other goes to `id_bytes`)
+ * read as they read; any other converter is called. Refusals raise `Defer`. */
+static PyObject *MessageType, *RepeatedType, *EnumType, *Defer, *str_table, *str_item;
+static PyObject *str_numbers, *str_open_enum, *integer_fn, *hex_id_fn, *bool_fn;
+static long json_max_depth;
+
+static PyObject *convert_any(PyObject *conv, PyObject *value, long depth);
+
+static PyObject *deferred(void) {
+    PyErr_SetNone(Defer);
+    return NULL;
+}
+
+static PyObject *convert_message(PyObject *conv, PyObject *value, long depth) {
+    if (!PyDict_CheckExact(value) || depth > json_max_depth) return deferred();
+    PyObject *table = PyObject_GetAttr(conv, str_table);
+    if (table == NULL) return NULL;
+    if (!PyDict_CheckExact(table)) {
+        Py_DECREF(table);
+        PyErr_SetString(PyExc_TypeError, "_Message.table must be a dict");
+        return NULL;
+    }
+    PyObject *out = PyDict_New(), *first = NULL, *oneofs = NULL;  /* first: borrowed */
+    if (out == NULL) goto fail;
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(value, &pos, &key, &item)) {
+        PyObject *entry = PyDict_GetItemWithError(table, key);
+        if (entry == NULL) {  /* unknown: skipped, unless json_format refuses it */
+            if (PyErr_Occurred()) goto fail;
+            if (!PyUnicode_Check(key)) goto defer;
+            if (!PyUnicode_IS_ASCII(key)
+                || (PyUnicode_GET_LENGTH(key) > 0 && PyUnicode_READ_CHAR(key, 0) == '['))
+                goto defer;
+            continue;
+        }
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a _Message entry is (field, converter, oneof)");
+            goto fail;
+        }
+        PyObject *field = PyTuple_GET_ITEM(entry, 0), *c = PyTuple_GET_ITEM(entry, 1);
+        PyObject *oneof = PyTuple_GET_ITEM(entry, 2);
+        int has = PyDict_Contains(out, field);  /* given under both names */
+        if (has < 0) goto fail;
+        if (has) goto defer;
+        if (item == Py_None) continue;
+        if (oneof != Py_None) {
+            if (first == NULL) {
+                first = oneof;
+            } else {
+                if (oneofs == NULL) {
+                    oneofs = PySet_New(NULL);
+                    if (oneofs == NULL || PySet_Add(oneofs, first) < 0) goto fail;
+                }
+                int seen = PySet_Contains(oneofs, oneof);
+                if (seen < 0) goto fail;
+                if (seen) goto defer;
+                if (PySet_Add(oneofs, oneof) < 0) goto fail;
+            }
+        }
+        PyObject *v;
+        if (c == Py_None) {  /* a string */
+            if (!PyUnicode_CheckExact(item)) goto defer;
+            Py_INCREF(item);
+            v = item;
+        } else {
+            Py_INCREF(entry);  /* kept while Python code may run */
+            v = convert_any(c, item, depth + 1);
+            Py_DECREF(entry);
+            if (v == NULL) goto fail;
+        }
+        int bad = PyDict_SetItem(out, field, v);
+        Py_DECREF(v);
+        if (bad < 0) goto fail;
+    }
+    Py_DECREF(table);
+    Py_XDECREF(oneofs);
+    return out;
+defer:
+    PyErr_SetNone(Defer);
+fail:
+    Py_DECREF(table);
+    Py_XDECREF(out);
+    Py_XDECREF(oneofs);
+    return NULL;
+}
+
+static PyObject *convert_repeated(PyObject *conv, PyObject *value, long depth) {
+    if (!PyList_CheckExact(value)) return deferred();
+    PyObject *item = PyObject_GetAttr(conv, str_item);
+    if (item == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(value);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) { Py_DECREF(item); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = i < PyList_GET_SIZE(value) ? PyList_GET_ITEM(value, i) : NULL;
+        if (v == NULL || v == Py_None) {  /* json_format refuses a null element */
+            if (v == NULL) PyErr_SetString(PyExc_RuntimeError, "list changed size");
+            else PyErr_SetNone(Defer);
+            Py_DECREF(item); Py_DECREF(out);
+            return NULL;
+        }
+        Py_INCREF(v);
+        PyObject *r = convert_any(item, v, depth);
+        Py_DECREF(v);
+        if (r == NULL) { Py_DECREF(item); Py_DECREF(out); return NULL; }
+        PyList_SET_ITEM(out, i, r);
+    }
+    Py_DECREF(item);
+    return out;
+}
+
+/* `_integer`: a JSON integer, or a string of ASCII digits with an optional `-`. */
+static PyObject *convert_integer(PyObject *value) {
+    if (PyLong_CheckExact(value)) return Py_NewRef(value);
+    if (PyUnicode_CheckExact(value) && PyUnicode_IS_ASCII(value)) {
+        const char *d = (const char *)PyUnicode_1BYTE_DATA(value);
+        Py_ssize_t n = PyUnicode_GET_LENGTH(value), i = n > 0 && d[0] == '-';
+        if (i == n) return deferred();
+        for (Py_ssize_t k = i; k < n; k++)
+            if (d[k] < '0' || d[k] > '9') return deferred();
+        return PyLong_FromString(d, NULL, 10);
+    }
+    return deferred();
+}
+
+static int hex_digit(uint8_t c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* `_hex_id` when the id is plain hex (as `bytes.fromhex` reads it); NULL without an error
+ * when it is not, for the Python converter to read. */
+static PyObject *plain_hex_id(PyObject *value) {
+    if (!PyUnicode_CheckExact(value) || !PyUnicode_IS_ASCII(value)) return NULL;
+    const uint8_t *d = PyUnicode_1BYTE_DATA(value);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(value);
+    if (n % 2) return NULL;
+    uint8_t buf[64];
+    if (n / 2 > (Py_ssize_t)sizeof buf) return NULL;
+    for (Py_ssize_t i = 0; i < n; i += 2) {
+        int hi = hex_digit(d[i]), lo = hex_digit(d[i + 1]);
+        if (hi < 0 || lo < 0) return NULL;
+        buf[i / 2] = (uint8_t)(hi << 4 | lo);
+    }
+    return PyBytes_FromStringAndSize((const char *)buf, n / 2);
+}
+
+/* `_Enum`: a value name of the enum, or an integer if it is open. */
+static PyObject *convert_enum(PyObject *conv, PyObject *value) {
+    if (PyUnicode_CheckExact(value)) {
+        PyObject *numbers = PyObject_GetAttr(conv, str_numbers);
+        if (numbers == NULL) return NULL;
+        PyObject *number = PyDict_Check(numbers) ? PyDict_GetItemWithError(numbers, value) : NULL;
+        Py_XINCREF(number);
+        Py_DECREF(numbers);
+        if (number != NULL || PyErr_Occurred()) return number;
+        return deferred();
+    }
+    if (PyLong_CheckExact(value)) {
+        PyObject *open = PyObject_GetAttr(conv, str_open_enum);
+        if (open == NULL) return NULL;
+        int yes = PyObject_IsTrue(open);
+        Py_DECREF(open);
+        if (yes < 0) return NULL;
+        if (yes) return Py_NewRef(value);
+    }
+    return deferred();
+}
+
+static PyObject *convert_any(PyObject *conv, PyObject *value, long depth) {
+    PyObject *type = (PyObject *)Py_TYPE(conv);
+    if (type == MessageType) return convert_message(conv, value, depth);
+    if (type == RepeatedType) return convert_repeated(conv, value, depth);
+    if (type == EnumType) return convert_enum(conv, value);
+    if (conv == integer_fn) return convert_integer(value);
+    if (conv == bool_fn) return PyBool_Check(value) ? Py_NewRef(value) : deferred();
+    if (conv == hex_id_fn) {
+        PyObject *id = plain_hex_id(value);
+        if (id != NULL || PyErr_Occurred()) return id;
+    }
+    PyObject *d = PyLong_FromLong(depth);
+    if (d == NULL) return NULL;
+    PyObject *args[2] = {value, d};
+    PyObject *r = PyObject_Vectorcall(conv, args, 2, NULL);
+    Py_DECREF(d);
+    return r;
+}
+
+static PyObject *convert(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyLong_Check(args[2]) || Defer == NULL) {
+        PyErr_SetString(PyExc_TypeError, "convert(converter, value, depth: int), configured");
+        return NULL;
+    }
+    long depth = PyLong_AsLong(args[2]);
+    if (depth == -1 && PyErr_Occurred()) return NULL;
+    return convert_any(args[0], args[1], depth);
+}
+
+static PyObject *configure_otlpjson(PyObject *self, PyObject *args) {
+    PyObject *o[7];
+    long depth;
+    if (!PyArg_ParseTuple(args, "OOOOlOOO:configure_otlpjson", &o[0], &o[1], &o[2], &o[3],
+                          &depth, &o[4], &o[5], &o[6]))
+        return NULL;
+    if (!PyType_Check(o[0]) || !PyType_Check(o[1]) || !PyType_Check(o[2])) {
+        PyErr_SetString(PyExc_TypeError, "configure_otlpjson(_Message, _Repeated, _Enum, Defer, "
+                        "MAX_DEPTH, _integer, _hex_id, _bool)");
+        return NULL;
+    }
+    PyObject **slots[7] = {&MessageType, &RepeatedType, &EnumType, &Defer, &integer_fn,
+                           &hex_id_fn, &bool_fn};
+    for (int i = 0; i < 7; i++) { Py_INCREF(o[i]); Py_XSETREF(*slots[i], o[i]); }
+    json_max_depth = depth;
+    if (str_table == NULL) {
+        str_table = PyUnicode_InternFromString("table");
+        str_item = PyUnicode_InternFromString("item");
+        str_numbers = PyUnicode_InternFromString("numbers");
+        str_open_enum = PyUnicode_InternFromString("open_enum");
+        if (!str_table || !str_item || !str_numbers || !str_open_enum) return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP, "
@@ -931,6 +1161,10 @@ static PyMethodDef methods[] = {
      "configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, JSONDecodeError)"},
     {"loads", (PyCFunction)(void (*)(void))loads, METH_FASTCALL,
      "loads(text, fallback) -> the JSON value, as collector.extract.decoding decodes it"},
+    {"configure_otlpjson", configure_otlpjson, METH_VARARGS,
+     "configure_otlpjson(_Message, _Repeated, _Enum, Defer, MAX_DEPTH, _integer, _hex_id, _bool)"},
+    {"convert", (PyCFunction)(void (*)(void))convert, METH_FASTCALL,
+     "convert(converter, value, depth) -> what converter(value, depth) gives"},
     {"views", views, METH_O,
      "views(serialised ExportTraceServiceRequest) -> [(SpanView, raw name) | (None, RejectedSpan)]"},
     {NULL, NULL, 0, NULL},

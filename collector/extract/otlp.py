@@ -221,16 +221,25 @@ def pure_span_views(request: ExportTraceServiceRequest, raw: bytes | None = None
 SpanViews = Callable[[ExportTraceServiceRequest, bytes | None], list[SpanItem]]
 
 
+def extension() -> Any:
+    """The compiled extension (`_wire.c`, which `setup.py` builds), or None when it was not
+    built or `TOOLTRAIL_PURE_PYTHON` is `1`: what every compiled path is chosen by."""
+    if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
+        return None
+    try:
+        from tooltrail.collector.extract import _wire  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return _wire
+
+
 def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
     """The same walk over the request's wire format in C (`_wire.c`), and the same JSON
     decoding of attribute values (`decoding.pure_decode_json`), when it was built and
     `TOOLTRAIL_PURE_PYTHON` is not `1`."""
-    if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1":
-        return None
     global _STALE
-    try:
-        from tooltrail.collector.extract import _wire  # type: ignore[attr-defined]
-    except ImportError:
+    _wire = extension()
+    if _wire is None:
         return None
     try:
         _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,

@@ -4,9 +4,11 @@ the OTLP/JSON hex ids into base64, or `Defer` when this path does not cover the 
 
 Each message's JSON object becomes the keyword arguments of its constructor (nested messages
 as nested dicts), which upb builds in C; `json_format` instead sets one field at a time in
-Python (about three times the CPU: README, "Measured"). The path covers what OTLP producers
-send and defers everything else to `json_format` (codec's slow path), so it never refuses an
-input itself and its answers cannot differ:
+Python (about three times the CPU: README, "Measured"). The converters are data (`_Message`,
+`_Repeated`, `_Enum`: a table per message type), applied in Python (`pure_run`, the reference,
+and with `TOOLTRAIL_PURE_PYTHON=1`) or interpreted by the compiled extension (`_wire.convert`).
+The path covers what OTLP producers send and defers everything else to `json_format` (codec's
+slow path), so it never refuses an input itself and its answers cannot differ:
 
 - keys: the field's JSON name or proto name; an unknown ASCII key is skipped, as
   `json_format` does with `ignore_unknown_fields`; any other unknown key (an extension
@@ -39,6 +41,8 @@ from functools import cache
 from typing import Any
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+
+from tooltrail.collector.extract.otlp import extension
 
 MAX_DEPTH = 64  # message nesting handled here; json_format refuses past 100
 WELL_KNOWN = "google.protobuf."
@@ -112,18 +116,21 @@ def _base64(value: Any, _depth: int) -> bytes:
     return base64.urlsafe_b64decode(encoded + b"=" * (4 - len(encoded) % 4))
 
 
-def _enum(enum: EnumDescriptor) -> Convert:
-    numbers = {name: value.number for name, value in enum.values_by_name.items()}
-    open_enum = not enum.is_closed
+class _Enum:
+    """The converter of an enum field: a value name of the enum, or an integer if it is open."""
 
-    def convert(value: Any, _depth: int) -> int:
-        if type(value) is str and value in numbers:
-            return numbers[value]
-        if type(value) is int and open_enum:
+    __slots__ = ("numbers", "open_enum")
+
+    def __init__(self, enum: EnumDescriptor) -> None:
+        self.numbers = {name: value.number for name, value in enum.values_by_name.items()}
+        self.open_enum = not enum.is_closed
+
+    def __call__(self, value: Any, _depth: int) -> int:
+        if type(value) is str and value in self.numbers:
+            return self.numbers[value]
+        if type(value) is int and self.open_enum:
             return int(value)
         raise Defer
-
-    return convert
 
 
 _SCALARS: dict[int, Convert] = {
@@ -139,10 +146,18 @@ _SCALARS: dict[int, Convert] = {
 }
 
 
-def _repeated(item: Convert) -> Convert:
-    def convert(value: Any, depth: int) -> list[Any]:
+class _Repeated:
+    """The converter of a repeated field: each element by `item`."""
+
+    __slots__ = ("item",)
+
+    def __init__(self, item: Convert) -> None:
+        self.item = item
+
+    def __call__(self, value: Any, depth: int) -> list[Any]:
         if type(value) is not list:
             raise Defer
+        item = self.item
         out = []
         for v in value:
             if v is None:  # json_format refuses a null element
@@ -150,7 +165,50 @@ def _repeated(item: Convert) -> Convert:
             out.append(item(v, depth))
         return out
 
-    return convert
+
+Entry = tuple[str, Convert | None, str | None]  # (field name, converter or None: a string, oneof)
+
+
+class _Message:
+    """The converter of a message: its JSON object → its constructor's keyword arguments;
+    `table` maps each JSON key to its Entry."""
+
+    __slots__ = ("table",)
+
+    def __init__(self) -> None:
+        self.table: dict[str, Entry] = {}
+
+    def __call__(self, value: Any, depth: int) -> dict[str, Any]:
+        if type(value) is not dict or depth > MAX_DEPTH:
+            raise Defer
+        entry_of = self.table.get
+        out: dict[str, Any] = {}
+        oneofs: set[str] | None = None
+        for key, item in value.items():
+            entry = entry_of(key)
+            if entry is None:  # unknown: skipped, unless json_format refuses it
+                if key[:1] == "[" or not key.isascii():  # an extension, a lone surrogate
+                    raise Defer
+                continue
+            field, conv, oneof = entry
+            if field in out:  # given under both names: json_format merges or clears
+                raise Defer
+            if item is None:
+                continue
+            if oneof is not None:
+                if oneofs is None:
+                    oneofs = {oneof}
+                elif oneof in oneofs:
+                    raise Defer
+                else:
+                    oneofs.add(oneof)
+            if conv is None:  # the commonest field, inline
+                if type(item) is not str:
+                    raise Defer
+                out[field] = item
+            else:
+                out[field] = conv(item, depth + 1)
+        return out
 
 
 IdPaths = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # codec's Signal.id_paths
@@ -174,62 +232,29 @@ class _Converters:
             inner = None if trail is None else (*trail, key)
             item = self.message(field.message_type, inner if inner in self.prefixes else None)
         elif field.enum_type is not None:
-            item = _enum(field.enum_type)
+            item = _Enum(field.enum_type)
         elif trail is not None and (trail, key) in self.id_keys:
             item = _hex_id
         else:
             item = _SCALARS.get(field.type, _defer)
-        return _repeated(item) if field.is_repeated else item
+        return _Repeated(item) if field.is_repeated else item
 
     def message(self, descriptor: Descriptor, trail: Trail = ()) -> Convert:
         name = (descriptor.full_name, trail)
         if name in self.messages:
             return self.messages[name]
-        table: dict[str, tuple[str, Convert | None, str | None]] = {}  # None: a string
-        entry_of = table.get
-
-        def convert(value: Any, depth: int) -> dict[str, Any]:
-            if type(value) is not dict or depth > MAX_DEPTH:
-                raise Defer
-            out: dict[str, Any] = {}
-            oneofs: set[str] | None = None
-            for key, item in value.items():
-                entry = entry_of(key)
-                if entry is None:  # unknown: skipped, unless json_format refuses it
-                    if key[:1] == "[" or not key.isascii():  # an extension, a lone surrogate
-                        raise Defer
-                    continue
-                field, conv, oneof = entry
-                if field in out:  # given under both names: json_format merges or clears
-                    raise Defer
-                if item is None:
-                    continue
-                if oneof is not None:
-                    if oneofs is None:
-                        oneofs = {oneof}
-                    elif oneof in oneofs:
-                        raise Defer
-                    else:
-                        oneofs.add(oneof)
-                if conv is None:  # the commonest field, inline
-                    if type(item) is not str:
-                        raise Defer
-                    out[field] = item
-                else:
-                    out[field] = conv(item, depth + 1)
-            return out
-
         keys = {k for f in descriptor.fields for k in (f.json_name, f.name)}
         if descriptor.full_name.startswith(WELL_KNOWN) or any(
                 o.name in keys for o in descriptor.oneofs):  # json_format's names collide
             self.messages[name] = _defer
             return _defer
+        convert = _Message()
         self.messages[name] = convert  # before the fields: messages may nest themselves
         for f in descriptor.fields:
             oneof = f.containing_oneof.name if f.containing_oneof is not None else None
             for key in dict.fromkeys((f.json_name, f.name)):
                 conv = self.field(f, key, trail)
-                table[key] = (f.name, None if conv is _string else conv, oneof)
+                convert.table[key] = (f.name, None if conv is _string else conv, oneof)
         return convert
 
 
@@ -240,11 +265,37 @@ def converter(request: Descriptor, ids: IdPaths) -> Convert:
     return _Converters(ids).message(request)
 
 
+def pure_run(convert: Convert, value: Any, depth: int) -> Any:
+    """The reference: a converter applied to `value` in Python."""
+    return convert(value, depth)
+
+
+def _compiled_run() -> Callable[[Convert, Any, int], Any] | None:
+    """The same converters interpreted in C (`_wire.convert`: `_Message`, `_Repeated`,
+    `_Enum`, `_integer`, `_bool` and hex `_hex_id`s done there, any other converter called),
+    when the extension is there (`otlp.extension`) and was built from this source."""
+    wire = extension()
+    if wire is None:
+        return None
+    try:
+        wire.configure_otlpjson(_Message, _Repeated, _Enum, Defer, MAX_DEPTH, _integer, _hex_id,
+                                _bool)
+    except (AttributeError, TypeError):  # built from an older `_wire.c`
+        return None
+    run: Callable[[Convert, Any, int], Any] = wire.convert
+    return run
+
+
+COMPILED_RUN = _compiled_run()
+# chosen once, at import (tests switch it): how `parse` applies a request's converter
+run = COMPILED_RUN or pure_run
+
+
 def parse(data: Any, request_class: Any, ids: IdPaths) -> Any:
     """`request_class` built from the JSON object `data` (left unchanged); raises Defer when
     the fast path does not cover it or anything refuses it (then json_format says why)."""
     try:
-        return request_class(**converter(request_class.DESCRIPTOR, ids)(data, 1))
+        return request_class(**run(converter(request_class.DESCRIPTOR, ids), data, 1))
     except Defer:
         raise
     except Exception as exc:  # range, UTF-8, base64, overflow, recursion

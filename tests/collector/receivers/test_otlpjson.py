@@ -1,12 +1,15 @@
 """The fast OTLP/JSON path (collector.receivers.otlpjson) against protobuf's json_format, as
 codec decoded every OTLP/JSON body before it: on real captures, the fuzz corpus and a seeded
 random corpus of valid and broken requests of every signal, `decode_body` gives the same
-message (serialized bytes equal) and the same rejected spans, or the same refusal."""
+message (serialized bytes equal) and the same rejected spans, or the same refusal. Every test
+runs with the converters applied in Python (`pure_run`) and, when the extension is built, in C
+(`_wire.convert`), which must also give the same keyword arguments as Python, or both `Defer`."""
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +21,43 @@ from hypothesis import given, settings
 
 from tests.collector.durability.test_fuzz_ingest import mutated_json
 from tooltrail.collector.errors import InvalidPayload
+from tooltrail.collector.extract import otlp
 from tooltrail.collector.receivers import otlpjson
 from tooltrail.collector.receivers.codec import JSON, SIGNALS, decode_body
 
 CAPTURES = Path(__file__).parents[2] / "captures"
 LIMIT = 50_000_000
+RUNS = {"pure": otlpjson.pure_run}
+if otlpjson.COMPILED_RUN is not None:
+    RUNS["compiled"] = otlpjson.COMPILED_RUN
+
+
+@pytest.fixture(autouse=True, params=sorted(RUNS))
+def run(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """How the converters are applied in this test."""
+    monkeypatch.setattr(otlpjson, "run", RUNS[request.param])
+    yield request.param
+
+
+def test_ci_runs_the_compiled_converters() -> None:
+    """With the extension built (CI builds it), its converters are what decodes."""
+    if os.environ.get("TOOLTRAIL_PURE_PYTHON") == "1" or otlp.COMPILED_WALK is None:
+        pytest.skip("the pure-Python path was asked for, or the extension is not built")
+    assert otlpjson.COMPILED_RUN is not None
+
+
+def converted(body: bytes, signal: str, apply: Any) -> tuple[Any, ...]:
+    """The converters' answer on `body`: its keyword arguments, or what refused it."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ("not JSON",)
+    kind = SIGNALS[signal]
+    try:
+        return ("converted", apply(otlpjson.converter(kind.request.DESCRIPTOR, kind.id_paths),
+                                   data, 1))
+    except Exception as exc:  # the class is compared: Defer, or what a converter raised
+        return ("refused", type(exc).__name__)
 
 
 def _outcome(body: bytes, signal: str) -> tuple[Any, ...]:
@@ -295,3 +330,25 @@ def test_the_fast_path_leaves_the_json_object_unchanged() -> None:
 def test_refusals_stay_invalid_payload() -> None:
     with pytest.raises(InvalidPayload, match="not a valid OTLP/JSON request"):
         decode_body(b'{"resourceSpans":{"a":1}}', JSON, None, LIMIT)
+
+
+@pytest.mark.skipif(otlpjson.COMPILED_RUN is None, reason="the extension is not built")
+def test_compiled_converters_give_what_python_gives(run: str) -> None:
+    if run != "compiled":
+        pytest.skip("compares both itself")
+    bodies = [("traces", p.read_bytes()) for p in capture_bodies()]
+    bodies += list(corpus(seed=20261204, count=3000))
+    answers: dict[str, int] = {}
+    for signal, body in bodies:
+        expected = converted(body, signal, otlpjson.pure_run)
+        assert converted(body, signal, otlpjson.COMPILED_RUN) == expected, (signal, body[:400])
+        answers[expected[0]] = answers.get(expected[0], 0) + 1
+    assert answers.get("converted", 0) > 1000 and answers.get("refused", 0) > 300, answers
+
+
+@pytest.mark.skipif(otlpjson.COMPILED_RUN is None, reason="the extension is not built")
+@settings(max_examples=150, deadline=None)
+@given(mutated_json())
+def test_compiled_converters_on_the_fuzz_corpus(body: bytes) -> None:
+    assert (converted(body, "traces", otlpjson.COMPILED_RUN)
+            == converted(body, "traces", otlpjson.pure_run))
