@@ -39,7 +39,7 @@ from tooltrail.collector.store import leases
 from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.rows import prepare
 from tooltrail.collector.store.writer import Writer
-from tooltrail.collector.suites.inputs import Read, read_input
+from tooltrail.collector.suites.inputs import Read, collection_paused, read_input
 from tooltrail.collector.suites.report import Check, Report, Spool, dump, load
 from tooltrail.collector.suites.suite import Suite
 from tooltrail.matcher import Result
@@ -184,22 +184,23 @@ def score(store: MemoryStore, suite: Suite, spool: Spool, *, with_results: bool
     facts.sort(key=lambda f: f.key)
     for start in range(0, len(facts), SCORE_CHUNK):
         part = facts[start:start + SCORE_CHUNK]
-        pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
-        paths = scorer.trajectories(store, sorted({f.id for f, _ in pairs}))
-        now = time.time()
-        found = {(s.expectation.slug, s.conversation.key):
-                 [_check(s, result, now, with_results) for result in s.results]
-                 for s in scorer.score_pairs(pairs, paths, failed)}
-        chosen = {f.key for f, _ in pairs}
-        unselected.extend(f.key for f in part if f.key not in chosen)
-        for f, e in pairs:
-            picked.add(e.slug)
-            checks = found.get((e.slug, f.key))
-            if not checks:  # the matcher raised (logged): never a silent pass
-                checks = [Check(e.slug, f.key, "fail", "the conversation was not scored",
-                                None)]
-            for check in sorted(checks, key=_by_scope):
-                spool.add(check)
+        with collection_paused():  # the chunk's trajectories and results live to its end
+            pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
+            paths = scorer.trajectories(store, sorted({f.id for f, _ in pairs}))
+            now = time.time()
+            found = {(s.expectation.slug, s.conversation.key):
+                     [_check(s, result, now, with_results) for result in s.results]
+                     for s in scorer.score_pairs(pairs, paths, failed)}
+            chosen = {f.key for f, _ in pairs}
+            unselected.extend(f.key for f in part if f.key not in chosen)
+            for f, e in pairs:
+                picked.add(e.slug)
+                checks = found.get((e.slug, f.key))
+                if not checks:  # the matcher raised (logged): never a silent pass
+                    checks = [Check(e.slug, f.key, "fail", "the conversation was not scored",
+                                    None)]
+                for check in sorted(checks, key=_by_scope):
+                    spool.add(check)
     for e in wanted:
         if e.slug not in picked:
             spool.add(Check(e.slug, None, "skipped" if optional[e.slug] else "fail",
