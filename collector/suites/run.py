@@ -50,11 +50,12 @@ SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batche
 SCORE_CHUNK = 500  # conversations whose trajectories are read and scored together
 VERSION = 1  # every suite expectation is version 1 of itself
 # Young collections between two full ones while `check` runs (the interpreter's default: 10).
-# What `check` allocates is either kept to the end (the store) or freed when its chunk is done
-# (a line's decoded JSON, a chunk's results), by reference counting: a full pass finds no
-# garbage there, but under the default it runs whenever a quarter more objects survive into the
-# oldest generation, which each large transient does, and it walks them all each time.
-# Young collections still collect cyclic garbage, which dies young.
+# What `check` allocates is either kept to the end (the store) or freed by reference counting
+# (the transients of decoding a body and of scoring a chunk, during which collection is paused:
+# `inputs.collection_paused`); a full pass finds no garbage in either, but under the default it
+# runs whenever a quarter more objects have survived into the oldest generation, as they do
+# while the store grows, and walks them all each time. Young collections still collect cyclic
+# garbage, which dies young.
 FULL_COLLECTION_EVERY = 100
 
 
