@@ -202,6 +202,7 @@ def score(store: MemoryStore, suite: Suite, spool: Spool, *, with_results: bool
                                     None)]
                 for check in sorted(checks, key=_by_scope):
                     spool.add(check)
+            del pairs, paths, found  # freed before collection resumes, which would walk them
     for e in wanted:
         if e.slug not in picked:
             spool.add(Check(e.slug, None, "skipped" if optional[e.slug] else "fail",
