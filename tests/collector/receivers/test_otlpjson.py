@@ -313,6 +313,17 @@ def test_seeded_random_corpus_decodes_alike() -> None:
      b'"traceId":"00"}]}]}]}', "a field under both names, ids under proto names"),
     (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a","attributes":[{"key":"k",'
      b'"value":{"intValue":"1","stringValue":null}}]}]}]}]}', "a null second oneof member"),
+    (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a","attributes":[{"key":"k",'
+     b'"value":{"doubleValue":18446744073709551616}}]}]}]}]}',
+     "an integer past 64 bits as a double (orjson reads it as a float)"),
+    (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a","attributes":[{"key":"k",'
+     b'"value":{"intValue":18446744073709551616}}]}]}]}]}',
+     "an integer past 64 bits as an integer (json_format refuses it as json read it)"),
+    (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a","startTimeUnixNano":NaN}]}]}]}',
+     "NaN, which only json reads"),
+    (b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"a","a":1,"a":2}]}]}]}',
+     "a repeated key"),
+    (b'[{"resourceSpans":[]}]', "not an object"),
     (b'\xef\xbb\xbf{"resourceSpans":[]}', "a UTF-8 byte order mark"),
     ('{"resourceSpans":[]}'.encode("utf-16"), "UTF-16"),
 ])
