@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from tooltrail.collector import __version__
+from tooltrail.collector import __version__, heap
 from tooltrail.collector.clihelp import CONVENTIONS_HELP, Parser, usage_error
 
 if TYPE_CHECKING:  # imported where used: spawned child processes re-import this module
@@ -212,6 +212,7 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
         while not server.started and not task.done():
             await asyncio.sleep(0.02)
         if server.started:
+            heap.settle()  # the app, its routes and the service are built: kept for good
             http_port = server.servers[0].sockets[0].getsockname()[1]
             log.info(
                 "tooltrail listening: http=%s:%d grpc=%s:%d database=%s worker=%s",
@@ -253,6 +254,7 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
                 log.info("tooltrail worker health and metrics: http=%s:%d",
                          settings.host, health.port)
             await stack.enter_async_context(worker)
+            heap.settle()
             log.info(
                 "tooltrail worker %s running on %s", worker.owner, _safe_url(settings.database_url)
             )

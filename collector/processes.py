@@ -27,6 +27,8 @@ from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import Any, TypeVar
 
+from tooltrail.collector import heap
+
 SPAWN = multiprocessing.get_context("spawn")
 PARENT_POLL_SECONDS = 0.5
 PR_SET_PDEATHSIG = 1
@@ -74,6 +76,7 @@ def _start(parent: int, role: str, context: Any) -> None:
     global _context
     _context = context
     die_with_parent(parent, role)
+    heap.settle()
 
 
 def _with_context(fn: Callable[..., T], *args: Any) -> T:
@@ -155,6 +158,7 @@ class OverDeadline(Exception):
 def _serve_calls(conn: Connection, parent: int, role: str) -> None:
     """A child of DeadlineChildren: run each (fn, args) it is sent, send back the outcome."""
     die_with_parent(parent, role)
+    heap.settle()
     conn.send(("ready", None))
     while True:
         try:

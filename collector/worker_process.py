@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from tooltrail.collector import logs
+from tooltrail.collector import heap, logs
 from tooltrail.collector.metrics import Metrics
 from tooltrail.collector.processes import BACKGROUND_NICE, SPAWN, die_with_parent
 from tooltrail.collector.tasks import cancel
@@ -210,6 +210,7 @@ def main(config: dict[str, Any], control: Connection, reports: Connection, paren
     worker = Worker.from_config(engine, metrics, cfg)
     delays: list[float] = []
     worker.on_scored = delays.append  # sent with the next report, then forgotten here
+    heap.settle()
 
     def report() -> None:
         sent: Report = (counts(metrics), delays[:])
