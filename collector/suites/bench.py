@@ -160,6 +160,7 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
     `inputs.decode_otlp` calls it), extraction, storing (the rest of `run.remember`: rows and
     the in-memory store), scoring (`run.collect`: trajectories read back, the matcher, the
     spool) and the table."""
+    from tooltrail.collector import heap
     from tooltrail.collector.extract import DEFAULT_CONVERSATION_KEYS, ExtractOptions
     from tooltrail.collector.ingest import extract_safely
     from tooltrail.collector.memory_store import MemoryStore
@@ -174,7 +175,7 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
     options = ExtractOptions(DEFAULT_CONVERSATION_KEYS)
     lines = inputs.read_bytes().splitlines()
     clock = time.process_time
-    with run.few_full_collections():  # as `check` runs (`run.check_offline`)
+    with heap.few_full_collections():  # as `check` runs (`run.check_offline`)
         started = clock()
         requests = [decode_otlp(line, JSON)[0] for line in lines]  # as `check` decodes
         decoded = clock()

@@ -20,7 +20,6 @@ A file whose records carry no conversation key is one conversation keyed by the 
 from __future__ import annotations
 
 import contextlib
-import gc
 import gzip
 import importlib
 import io
@@ -33,6 +32,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from tooltrail.collector import heap
 from tooltrail.collector.errors import InvalidPayload, PayloadTooLarge
 from tooltrail.collector.extract import ExtractOptions
 from tooltrail.collector.ingest import extract_safely, with_refused
@@ -179,26 +179,10 @@ def _lines(first: bytes, stream: BinaryIO) -> Iterator[bytes]:
     yield from stream
 
 
-@contextlib.contextmanager
-def collection_paused() -> Iterator[None]:
-    """No cyclic collection inside the block (these commands run one thread): what a body's
-    decoding allocates lives until its request is built (a JSON body's parsed tree, the
-    constructor's arguments) or is freed by reference counting, so a pass there walks it all
-    and finds nothing. Garbage made inside waits for the first collection after the block."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def decode_otlp(data: bytes, media: str) -> Decoded:
     """One OTLP trace request as a receiver decodes it: (request, spans refused with the
     reason); the rest of a request whose faults are inside some spans is kept."""
-    with collection_paused():
+    with heap.paused():  # the body's parsed JSON lives until its request is built
         return decode_body(data, media, None, MAX_INPUT_BYTES)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import io
 import logging
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from tooltrail.collector import conversation_view, scorer
+from tooltrail.collector import conversation_view, heap, scorer
 from tooltrail.collector.api import convert
 from tooltrail.collector.extract import ExtractOptions
 from tooltrail.collector.memory_store import MemoryStore
@@ -39,7 +38,7 @@ from tooltrail.collector.store import leases
 from tooltrail.collector.store.db import make_engine, migrate
 from tooltrail.collector.store.rows import prepare
 from tooltrail.collector.store.writer import Writer
-from tooltrail.collector.suites.inputs import Read, collection_paused, read_input
+from tooltrail.collector.suites.inputs import Read, read_input
 from tooltrail.collector.suites.report import Check, Report, Spool, dump, load
 from tooltrail.collector.suites.suite import Suite
 from tooltrail.matcher import Result
@@ -49,28 +48,6 @@ log = logging.getLogger(__name__)
 SPANS_IN_FLIGHT = 50_000  # read ahead of the writer's commits (it groups batches per commit)
 SCORE_CHUNK = 500  # conversations whose trajectories are read and scored together
 VERSION = 1  # every suite expectation is version 1 of itself
-# Young collections between two full ones while `check` runs (the interpreter's default: 10).
-# What `check` allocates is either kept to the end (the store) or freed by reference counting
-# (the transients of decoding a body and of scoring a chunk, during which collection is paused:
-# `inputs.collection_paused`); a full pass finds no garbage in either, but under the default it
-# runs whenever a quarter more objects have survived into the oldest generation, as they do
-# while the store grows, and walks them all each time. Young collections still collect cyclic
-# garbage, which dies young.
-FULL_COLLECTION_EVERY = 100
-
-
-@contextlib.contextmanager
-def few_full_collections() -> Iterator[None]:
-    """Inside the block, the cyclic collector's full passes are FULL_COLLECTION_EVERY young
-    ones apart; the previous thresholds are restored on leaving."""
-    before = gc.get_threshold()
-    gc.set_threshold(before[0], before[1], max(before[2], FULL_COLLECTION_EVERY))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 @contextlib.contextmanager
 def temporary_store() -> Iterator[Engine]:
     """A migrated SQLite store in a temporary directory, removed afterwards."""
@@ -185,7 +162,7 @@ def score(store: MemoryStore, suite: Suite, spool: Spool, *, with_results: bool
     facts.sort(key=lambda f: f.key)
     for start in range(0, len(facts), SCORE_CHUNK):
         part = facts[start:start + SCORE_CHUNK]
-        with collection_paused():  # the chunk's trajectories and results live to its end
+        with heap.paused():  # the chunk's trajectories and results live to its end
             pairs = [(f, e) for f in part for e in wanted if scorer.applies(e.expectation, f)]
             paths = scorer.trajectories(store, sorted({f.id for f, _ in pairs}))
             now = time.time()
@@ -285,7 +262,7 @@ def check_offline(suite: Suite, sources: Sequence[str], options: ExtractOptions,
     """Score the inputs' conversations against the suite on an in-memory store; the report
     is valid inside the `with` (its checks and conversations are read back as rendered)."""
     store = MemoryStore()
-    with (few_full_collections(),
+    with (heap.few_full_collections(),
           tempfile.TemporaryDirectory(prefix="tooltrail-check-spool-") as directory):
         reads = remember(store, sources, options, forced, progress)
         if progress:

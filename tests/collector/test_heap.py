@@ -26,3 +26,35 @@ def test_settle_freezes_what_is_alive_and_later_cycles_are_still_freed() -> None
     finally:
         gc.unfreeze()
     assert any(o is kept for o in gc.get_objects(generation=2))
+
+
+def test_paused_stops_collection_inside_only_and_frees_its_cycles_after() -> None:
+    assert gc.isenabled()
+    with heap.paused():
+        assert not gc.isenabled()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        with heap.paused():  # nested: the outer block still decides
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.collect(0)
+    assert gone() is None
+    gc.disable()
+    try:
+        with heap.paused():
+            pass
+        assert not gc.isenabled()  # paused by someone else: left so
+    finally:
+        gc.enable()
+
+
+def test_few_full_collections_spaces_full_passes_and_restores() -> None:
+    before = gc.get_threshold()
+    with heap.few_full_collections():
+        young, middle, full = gc.get_threshold()
+        assert (young, middle) == before[:2]
+        assert full == max(before[2], heap.FULL_COLLECTION_EVERY)
+    assert gc.get_threshold() == before
