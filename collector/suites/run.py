@@ -189,7 +189,7 @@ def score(store: MemoryStore, suite: Suite, spool: Spool, *, with_results: bool
 
 class StoredConversations(Mapping[str, Any]):
     """The store's conversations as GET /api/v1/conversations/{key} returns them, each read
-    from the store (and reconciled) once, when first asked for, then kept as JSON in a file
+    from the store (and reconciled) once, when first asked for, then kept (`report.dump`) in a file
     beside the spool: a report renders each several times and never holds them all."""
 
     def __init__(self, store: MemoryStore, keys: Sequence[str], directory: Path) -> None:
@@ -197,7 +197,7 @@ class StoredConversations(Mapping[str, Any]):
         self.keys_in_order = list(keys)
         self.known = set(keys)
         self.where: dict[str, tuple[int, int]] = {}  # key → (offset, length) in the file
-        self.file = (directory / "conversations.json").open("w+b")
+        self.file = (directory / "conversations.spool").open("w+b")
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.known:
