@@ -309,6 +309,19 @@ def builtin() -> tuple[tuple[Convention, ...], dict[str, Any]]:
 
 
 CONVENTIONS: tuple[Convention, ...] = builtin()[0]
+# The attributes the built-in field lists read a call's arguments and result from
+# (`fields.ARGUMENT_KEYS`, `fields.RESULT_KEYS`): stored once, as the call's arguments and
+# result, never again among the span attributes kept beside it (`beside`).
+EXTRACTED_KEYS = frozenset(str(e["attribute"]) for e in builtin()[1]["fields"]["arguments"]) | (
+    frozenset(str(k) for k in builtin()[1]["fields"]["result"]))
+
+
+def beside(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The span attributes a call keeps: all but EXTRACTED_KEYS (the same dict when it holds
+    none of them)."""
+    if EXTRACTED_KEYS.isdisjoint(attributes):
+        return attributes
+    return {k: v for k, v in attributes.items() if k not in EXTRACTED_KEYS}
 
 # Span names that are never a tool the agent chose, whatever their attributes say.
 SKIPPED_SPANS = {

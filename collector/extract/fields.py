@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tooltrail.collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
-from tooltrail.collector.extract.conventions import Convention, builtin
+from tooltrail.collector.extract.conventions import Convention, beside, builtin
 from tooltrail.collector.extract.decoding import (
     as_arguments,
     clean_id,
@@ -310,5 +310,5 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         convention=convention.name,
-        attributes=span.attributes,
+        attributes=beside(span.attributes),
     )

@@ -131,6 +131,18 @@ def test_double_encoded_and_structured_arguments() -> None:
     assert kv.arguments == {"city": "Paris", "n": [1, 2]}
 
 
+def test_a_call_keeps_the_span_attributes_but_those_it_was_read_from() -> None:
+    """Arguments and result are the call's own fields: the attributes they were read from are
+    not kept again beside it; the span's other attributes are, and the span's are untouched."""
+    batch = extract(request(root(), tool("w", 2, **{
+        "gen_ai.tool.call.arguments": '{"city": "Paris"}', "gen_ai.tool.call.result": '"sunny"',
+        "input.value": '{"city": "Paris"}', "gen_ai.tool.call.id": "c1"})))
+    (call,) = batch.calls
+    assert (call.arguments, call.result) == ({"city": "Paris"}, "sunny")
+    assert call.attributes == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w",
+                               "gen_ai.tool.call.id": "c1"}
+
+
 def test_truncated_json_kept_raw_and_python_repr_stays_text() -> None:
     c = one(extract(request(root(), tool("w", 2, **{"gen_ai.tool.call.arguments":
                                                      '{"city": "Par'}))))
