@@ -6,6 +6,7 @@ Settings and run together; collector.api.app serves them over HTTP."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from tooltrail.collector.config import Settings
 from tooltrail.collector.governance.redaction import load_policy
 from tooltrail.collector.ingest import Ingest, Offload, Pipeline
 from tooltrail.collector.metrics import Metrics
-from tooltrail.collector.processes import DeadlineChildren
+from tooltrail.collector.processes import DeadlineChildren, long_lived
 from tooltrail.collector.receivers.codec import decode_body
 from tooltrail.collector.receivers.grpc import GrpcReceiver
 from tooltrail.collector.store import archive
@@ -127,6 +128,8 @@ class Service:
             await stack.enter_async_context(self.grpc_receiver)
             if self.worker is not None:
                 await stack.enter_async_context(self.worker)
+            long_lived()  # started: what exists now lasts as long as the server
+            stack.callback(gc.unfreeze)  # stopped: collectable again (a test's process goes on)
             yield self
         await asyncio.to_thread(self.scorers.close)
         self.engine.dispose()
