@@ -350,6 +350,57 @@ def convention_of(
     return None
 
 
+_SCALARS = (str, int, float, bool)  # the values a match's `attributes` may equal
+
+
+class Claims:
+    """`convention_of` over `conventions`, for the spans of one request: each convention is
+    tried only on the spans that can hold one of its matches — an attribute with the value
+    its first `attributes` test wants, or the name its `span_name_is` wants — and those with
+    neither test always; the first that `matches`, in the conventions' order, claims the span.
+    Most spans are no tool span, and are ruled out by a few lookups instead of every test of
+    every entry."""
+
+    def __init__(self, conventions: Sequence[Convention]) -> None:
+        self.conventions = tuple(conventions)
+        by_value: dict[str, dict[Any, list[int]]] = {}
+        by_name: dict[str, list[int]] = {}
+        always: list[int] = []
+        for i, convention in enumerate(self.conventions):
+            for m in convention.match:
+                if m.equals:
+                    key, value = m.equals[0]
+                    by_value.setdefault(key, {}).setdefault(value, []).append(i)
+                elif m.name_is is not None:
+                    by_name.setdefault(m.name_is, []).append(i)
+                else:
+                    always.append(i)
+        self.by_value = tuple((key, {v: tuple(ix) for v, ix in values.items()})
+                              for key, values in by_value.items())
+        self.by_name = {name: tuple(ix) for name, ix in by_name.items()}
+        self.always = tuple(always)
+
+    def __call__(self, span: SpanView) -> Convention | None:
+        attributes = span.attributes
+        candidates: list[int] = list(self.always)
+        for key, values in self.by_value:
+            value = attributes.get(key)
+            if value is not None and isinstance(value, _SCALARS):  # others equal no scalar
+                found = values.get(value)
+                if found is not None:
+                    candidates.extend(found)
+        found = self.by_name.get(span.name)
+        if found is not None:
+            candidates.extend(found)
+        if not candidates:
+            return None
+        conventions = self.conventions
+        for i in sorted(set(candidates)) if len(candidates) > 1 else candidates:
+            if matches(conventions[i].match, span):
+                return conventions[i]
+        return None
+
+
 def skipped(span: SpanView) -> str | None:
     """Why a span that looks like a tool call is a framework summary, not a call (else None)."""
     reason = SKIPPED_SPANS.get(span.name)
