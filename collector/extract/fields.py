@@ -239,7 +239,8 @@ def error_of(span: SpanView, envelope_error: bool,
     own = _own_error(span, convention)
     if own is not None:
         return own
-    exception = next((e for e in span.events if e.name == "exception"), None)
+    exception = next((e for e in span.events if e.name == "exception"), None) if (
+        span.events) else None  # most spans have no events: no generator for them
     failed = (
         _own_status_error(span, exception)
         or "error.type" in span.attributes
