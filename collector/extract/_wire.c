@@ -176,6 +176,41 @@ static PyObject *text(const uint8_t *data, Py_ssize_t len, int clean) {
     return out;
 }
 
+/* Attribute keys and JSON object keys recur in every span of every request: short ASCII ones
+ * (no NUL, so nothing to clean or note) are made once and shared, which spares decoding,
+ * allocating and hashing them again. A str is immutable, so sharing it is invisible but for
+ * its identity; a slot keeps the last key hashed to it. 1: `*out` is the key (or NULL with an
+ * exception set), 0: not a key the cache holds. */
+#define KEY_SLOTS 1024
+#define KEY_MAX 64
+static PyObject *key_cache[KEY_SLOTS];
+
+static int cached_key(const uint8_t *data, Py_ssize_t len, PyObject **out) {
+    if (len == 0 || len > KEY_MAX) return 0;
+    uint32_t h = 2166136261u;  /* FNV-1a */
+    for (Py_ssize_t i = 0; i < len; i++) {
+        uint8_t b = data[i];
+        if (b == 0 || b >= 0x80) return 0;
+        h = (h ^ b) * 16777619u;
+    }
+    PyObject **slot = &key_cache[h & (KEY_SLOTS - 1)];
+    PyObject *s = *slot;
+    if (s != NULL && PyUnicode_GET_LENGTH(s) == len
+        && memcmp(PyUnicode_1BYTE_DATA(s), data, (size_t)len) == 0) {
+        Py_INCREF(s);
+        *out = s;
+        return 1;
+    }
+    s = PyUnicode_New(len, 127);
+    if (s == NULL) { *out = NULL; return 1; }
+    memcpy(PyUnicode_1BYTE_DATA(s), data, (size_t)len);
+    (void)PyObject_Hash(s);  /* kept with it: a str's hash cannot fail */
+    Py_INCREF(s);
+    Py_XSETREF(*slot, s);
+    *out = s;
+    return 1;
+}
+
 static PyObject *hex(const uint8_t *data, Py_ssize_t len) {
     static const char digits[] = "0123456789abcdef";
     PyObject *s = PyUnicode_New(len * 2, 127);
@@ -235,7 +270,7 @@ static int key_value(const uint8_t *data, Py_ssize_t len, int depth, int clean,
         else if (f.field == 2) { v = f.data; vlen = f.len; values++; }
     }
     if (r < 0) return -1;
-    *key = text(k, klen, clean);
+    if (!cached_key(k, klen, key)) *key = text(k, klen, clean);
     if (*key == NULL) return -1;
     if (v == NULL) { Py_INCREF(Py_None); *value = Py_None; return 0; }
     if (values == 1) *value = any_value(v, vlen, depth);
@@ -654,8 +689,8 @@ static int put_utf8(char *out, Py_UCS4 c) {
     out[2] = (char)(0x80 | ((c >> 6) & 0x3f)); out[3] = (char)(0x80 | (c & 0x3f)); return 4;
 }
 
-/* j->p just past the opening quote */
-static PyObject *json_string(Json *j) {
+/* j->p just past the opening quote; `key`: an object's key (`cached_key`) */
+static PyObject *json_string(Json *j, int key) {
     const char *start = j->p;
     int escaped = 0;
     while (j->p < j->end && *j->p != '"') {
@@ -670,6 +705,9 @@ static PyObject *json_string(Json *j) {
     }
     if (j->p >= j->end) return json_error(j, "Unterminated string");
     const char *stop = j->p++;
+    PyObject *cached;
+    if (!escaped && key && cached_key((const uint8_t *)start, stop - start, &cached))
+        return cached;
     if (!escaped) return PyUnicode_DecodeUTF8(start, stop - start, "strict");
     /* escapes only shrink the text: the decoded bytes fit in its length */
     char *buf = PyMem_Malloc((size_t)(stop - start) + 1);
@@ -822,7 +860,7 @@ static PyObject *json_object(Json *j) {
             return json_error(j, "Expecting property name enclosed in double quotes");
         }
         j->p++;
-        PyObject *key = json_string(j);
+        PyObject *key = json_string(j, 1);
         if (key == NULL) { Py_DECREF(dict); return NULL; }
         json_ws(j);
         if (j->p >= j->end || *j->p != ':') {
@@ -854,7 +892,7 @@ static PyObject *json_value(Json *j) {
     if (j->p >= j->end) return json_error(j, "Expecting value");
     PyObject *out;
     switch (*j->p) {
-    case '"': j->p++; return json_string(j);
+    case '"': j->p++; return json_string(j, 0);
     case '{':
     case '[':
         if (Py_EnterRecursiveCall(" while decoding a JSON document")) return NULL;

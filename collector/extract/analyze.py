@@ -11,8 +11,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from tooltrail.collector.extract import otlp
 from tooltrail.collector.extract.approvals import interrupt_calls
 from tooltrail.collector.extract.conventions import (
+    Claims,
     convention_keys,
-    convention_of,
     conventions_for,
     skipped,
 )
@@ -140,7 +140,7 @@ class _Pass:
         self.traces: dict[str, TraceAccumulator] = {}
         self.notes: dict[tuple[str, str], SpanNote] = {}
         self.scratch = SpanNote("", "", None, "", "span", 0)
-        self.conventions = conventions_for(options.conventions)
+        self.claim = Claims(conventions_for(options.conventions))
 
     def add(self, span: SpanView, found: tuple[str, str] | None) -> None:
         """Fold in one span and its conversation key (`conversation_source`)."""
@@ -159,7 +159,7 @@ class _Pass:
             self.notes[(span.trace_id, span.span_id)] = note
 
     def _tool(self, span: SpanView, note: SpanNote) -> bool:
-        convention = convention_of(span, self.conventions)
+        convention = self.claim(span)
         if convention is None:
             return False
         note.kind = f"tool ({convention.name})"

@@ -73,6 +73,7 @@ import json
 import re
 from typing import Any
 
+from tooltrail.collector.extract.conventions import beside
 from tooltrail.collector.extract.decoding import as_arguments, decode
 from tooltrail.collector.extract.otlp import SpanView
 from tooltrail.collector.model import ToolCall
@@ -534,7 +535,7 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
             arguments=arguments, arguments_raw=None, result=results[j] if results else None,
             error=error,
             status=status, start_ns=span.start_ns, end_ns=span.end_ns,
-            convention=convention, attributes=span.attributes,
+            convention=convention, attributes=beside(span.attributes),
         )
         for j, (name, call_id, arguments, status, error) in enumerate(found)
         if isinstance(name, str)

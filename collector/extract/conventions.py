@@ -309,6 +309,19 @@ def builtin() -> tuple[tuple[Convention, ...], dict[str, Any]]:
 
 
 CONVENTIONS: tuple[Convention, ...] = builtin()[0]
+# The attributes the built-in field lists read a call's arguments and result from
+# (`fields.ARGUMENT_KEYS`, `fields.RESULT_KEYS`): stored once, as the call's arguments and
+# result, never again among the span attributes kept beside it (`beside`).
+EXTRACTED_KEYS = frozenset(str(e["attribute"]) for e in builtin()[1]["fields"]["arguments"]) | (
+    frozenset(str(k) for k in builtin()[1]["fields"]["result"]))
+
+
+def beside(attributes: dict[str, Any]) -> dict[str, Any]:
+    """The span attributes a call keeps: all but EXTRACTED_KEYS (the same dict when it holds
+    none of them)."""
+    if EXTRACTED_KEYS.isdisjoint(attributes):
+        return attributes
+    return {k: v for k, v in attributes.items() if k not in EXTRACTED_KEYS}
 
 # Span names that are never a tool the agent chose, whatever their attributes say.
 SKIPPED_SPANS = {
@@ -335,6 +348,57 @@ def convention_of(
         if matches(convention.match, span):
             return convention
     return None
+
+
+_SCALARS = (str, int, float, bool)  # the values a match's `attributes` may equal
+
+
+class Claims:
+    """`convention_of` over `conventions`, for the spans of one request: each convention is
+    tried only on the spans that can hold one of its matches — an attribute with the value
+    its first `attributes` test wants, or the name its `span_name_is` wants — and those with
+    neither test always; the first that `matches`, in the conventions' order, claims the span.
+    Most spans are no tool span, and are ruled out by a few lookups instead of every test of
+    every entry."""
+
+    def __init__(self, conventions: Sequence[Convention]) -> None:
+        self.conventions = tuple(conventions)
+        by_value: dict[str, dict[Any, list[int]]] = {}
+        by_name: dict[str, list[int]] = {}
+        always: list[int] = []
+        for i, convention in enumerate(self.conventions):
+            for m in convention.match:
+                if m.equals:
+                    key, value = m.equals[0]
+                    by_value.setdefault(key, {}).setdefault(value, []).append(i)
+                elif m.name_is is not None:
+                    by_name.setdefault(m.name_is, []).append(i)
+                else:
+                    always.append(i)
+        self.by_value = tuple((key, {v: tuple(ix) for v, ix in values.items()})
+                              for key, values in by_value.items())
+        self.by_name = {name: tuple(ix) for name, ix in by_name.items()}
+        self.always = tuple(always)
+
+    def __call__(self, span: SpanView) -> Convention | None:
+        attributes = span.attributes
+        candidates: list[int] = list(self.always)
+        for key, values in self.by_value:
+            value = attributes.get(key)
+            if value is not None and isinstance(value, _SCALARS):  # others equal no scalar
+                found = values.get(value)
+                if found is not None:
+                    candidates.extend(found)
+        found = self.by_name.get(span.name)
+        if found is not None:
+            candidates.extend(found)
+        if not candidates:
+            return None
+        conventions = self.conventions
+        for i in sorted(set(candidates)) if len(candidates) > 1 else candidates:
+            if matches(conventions[i].match, span):
+                return conventions[i]
+        return None
 
 
 def skipped(span: SpanView) -> str | None:

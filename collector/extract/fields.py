@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tooltrail.collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
-from tooltrail.collector.extract.conventions import Convention, builtin
+from tooltrail.collector.extract.conventions import Convention, beside, builtin
 from tooltrail.collector.extract.decoding import (
     as_arguments,
     clean_id,
@@ -239,7 +239,8 @@ def error_of(span: SpanView, envelope_error: bool,
     own = _own_error(span, convention)
     if own is not None:
         return own
-    exception = next((e for e in span.events if e.name == "exception"), None)
+    exception = next((e for e in span.events if e.name == "exception"), None) if (
+        span.events) else None  # most spans have no events: no generator for them
     failed = (
         _own_status_error(span, exception)
         or "error.type" in span.attributes
@@ -310,5 +311,5 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         start_ns=span.start_ns,
         end_ns=span.end_ns,
         convention=convention.name,
-        attributes=span.attributes,
+        attributes=beside(span.attributes),
     )

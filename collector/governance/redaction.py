@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import operator
 import re
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -30,7 +31,7 @@ import orjson
 import re2
 import yaml
 
-from tooltrail.collector.extract.fields import ARGUMENT_KEYS, RESULT_KEYS
+from tooltrail.collector.extract.conventions import EXTRACTED_KEYS, beside
 from tooltrail.collector.model import Batch, RejectedSpan, ToolCall, TraceInfo
 
 Action = Literal["drop", "mask", "hash"]
@@ -40,9 +41,6 @@ HASH_PREFIX = "hmac-sha256:"
 MAX_CACHED = 10_000  # cached names (tools, keys), hashes and masked texts per policy
 MEMO_CHARS = 256  # strings up to this long are remembered masked (`Policy.text`)
 HASH_HEX = 32  # hex digits kept of the 64 (128 bits: collisions are not a concern)
-
-# The attributes extraction reads a call's arguments and result from (collector.extract.fields).
-EXTRACTED_KEYS = frozenset(key for key, _ in ARGUMENT_KEYS) | frozenset(RESULT_KEYS)
 
 EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 CARD = r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"  # 13–19 digits; Luhn-checked below
@@ -212,11 +210,13 @@ class Policy:
     def apply(self, batch: Batch) -> Batch:
         """The batch with every call, trace and refusal redacted."""
         if not self.redacts:
-            if self.attributes == "all" and not any(
-                    EXTRACTED_KEYS.intersection(c.attributes) for c in batch.calls):
+            # a call whose kept attributes are its own (the same dict) is kept as is: copying
+            # a call costs more than reading it
+            calls = tuple(c if (kept := self.kept_attributes(c.attributes)) is c.attributes
+                          else c.evolve(attributes=kept) for c in batch.calls)
+            if all(map(operator.is_, calls, batch.calls)):
                 return batch
-            return replace(batch, calls=tuple(
-                c.evolve(attributes=self.kept_attributes(c.attributes)) for c in batch.calls))
+            return replace(batch, calls=calls)
         return replace(
             batch,
             calls=tuple(self.call(c) for c in batch.calls),
@@ -290,9 +290,7 @@ class Policy:
         if self.attributes == "none":
             return attributes if not attributes else {}
         if self.attributes == "all":
-            if EXTRACTED_KEYS.isdisjoint(attributes):
-                return attributes
-            return {k: v for k, v in attributes.items() if k not in EXTRACTED_KEYS}
+            return beside(attributes)
         allowed = self.attributes
         return {k: v for k, v in attributes.items()
                 if k not in EXTRACTED_KEYS and any(fnmatchcase(k, g) for g in allowed)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,18 @@ def test_double_encoded_and_structured_arguments() -> None:
     kv = one(extract(request(root(), tool("w", 2, **{"gen_ai.tool.call.arguments":
                                                       {"city": "Paris", "n": [1, 2]}}))))
     assert kv.arguments == {"city": "Paris", "n": [1, 2]}
+
+
+def test_a_call_keeps_the_span_attributes_but_those_it_was_read_from() -> None:
+    """Arguments and result are the call's own fields: the attributes they were read from are
+    not kept again beside it; the span's other attributes are, and the span's are untouched."""
+    batch = extract(request(root(), tool("w", 2, **{
+        "gen_ai.tool.call.arguments": '{"city": "Paris"}', "gen_ai.tool.call.result": '"sunny"',
+        "input.value": '{"city": "Paris"}', "gen_ai.tool.call.id": "c1"})))
+    (call,) = batch.calls
+    assert (call.arguments, call.result) == ({"city": "Paris"}, "sunny")
+    assert call.attributes == {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "w",
+                               "gen_ai.tool.call.id": "c1"}
 
 
 def test_truncated_json_kept_raw_and_python_repr_stays_text() -> None:
@@ -470,3 +483,48 @@ def test_openinference_llm_output_value_that_is_no_tool_call_requests_nothing() 
                                "output.value": output if isinstance(output, str)
                                else json.dumps(output)}, id=2, start=1, end=5)
         assert extract(request(llm)).calls == ()
+
+
+# --- which convention claims a span ----------------------------------------------------------
+
+# a user's entries of every shape a match takes, some claiming what a built-in claims after them
+CLAIMING = """\
+conventions:
+  - name: by_value
+    match: {attributes: {gen_ai.operation.name: execute_tool, gen_ai.tool.name: w}}
+  - {name: by_number, match: {attributes: {n: 1}}}
+  - {name: by_name, match: {span_name_is: "execute_tool x"}}
+  - {name: by_regex, match: {span_name: '^chat'}}
+  - {name: by_presence, match: {has_attributes: [acme.args]}}
+  - {name: by_scope, match: {scope: tests.scope}}
+  - name: by_either
+    match: [{attributes: {openinference.span.kind: TOOL}, scope: other}, {span_name_is: GET}]
+"""
+
+
+def test_claims_are_convention_of_on_every_capture_and_corpus_span() -> None:
+    """`Claims` (tried on the spans that can match) claims what the plain loop over every entry
+    (`convention_of`) claims, in the entries' order, with the built-ins and a user's file."""
+    from tests.collector.extract import extract_corpus as corpus
+    from tooltrail.collector.extract.conventions import (
+        CONVENTIONS,
+        Claims,
+        convention_of,
+        conventions_for,
+    )
+    from tooltrail.collector.extract.otlp import pure_span_views
+
+    requests = [corpus.read_request(path) for path in corpus.capture_files()]
+    requests += [corpus.request(random.Random(f"claims:{i}"))[0] for i in range(300)]
+    requests.append(request(
+        tool("w", 2), tool("x", 3), S("execute_tool x", {"n": 1}, id=4), S("GET", id=5),
+        S("chat m", {"n": True}, id=6), S("s", {"acme.args": "{}"}, id=7, scope="tests.scope"),
+        S("t", {"openinference.span.kind": "TOOL", "n": [1]}, id=8, scope="other"),
+        S("u", id=9, scope="tests.scope")))
+    views = [v for r in requests for v, _ in pure_span_views(r) if v is not None]
+    for conventions in (CONVENTIONS, conventions_for(CLAIMING)):
+        claim = Claims(conventions)
+        claimed = [claim(v) for v in views]
+        assert claimed == [convention_of(v, conventions) for v in views]
+        assert len({c.name for c in claimed if c is not None}) >= (
+            8 if conventions is CONVENTIONS else 15)  # every entry of each
