@@ -221,6 +221,9 @@ def pure_span_views(request: ExportTraceServiceRequest, raw: bytes | None = None
 SpanViews = Callable[[ExportTraceServiceRequest, bytes | None], list[SpanItem]]
 
 
+_STALE = False  # an extension was found but is older than this source
+
+
 def extension() -> Any:
     """The compiled extension (`_wire.c`, which `setup.py` builds), or None when it was not
     built or `TOOLTRAIL_PURE_PYTHON` is `1`: what every compiled path is chosen by."""
@@ -233,20 +236,36 @@ def extension() -> Any:
     return _wire
 
 
+def configured(configure: Callable[[Any], None]) -> Any:
+    """The extension (`extension()`) once `configure(it)` has handed it what it calls back,
+    or None: not built, or built from an older `_wire.c` than this source (an editable install
+    not rebuilt since; `configure` fails on it), which `walk_description` then says. Every
+    compiled path takes the extension through here: the reference, never a half-configured
+    extension."""
+    global _STALE
+    wire = extension()
+    if wire is None:
+        return None
+    try:
+        configure(wire)
+    except (AttributeError, TypeError):
+        _STALE = True
+        return None
+    return wire
+
+
+def _configure_walk(wire: Any) -> None:
+    wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
+                   DUPLICATE_KEY)
+    wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
+
+
 def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
     """The same walk over the request's wire format in C (`_wire.c`), and the same JSON
     decoding of attribute values (`decoding.pure_decode_json`), when it was built and
     `TOOLTRAIL_PURE_PYTHON` is not `1`."""
-    global _STALE
-    _wire = extension()
+    _wire = configured(_configure_walk)
     if _wire is None:
-        return None
-    try:
-        _wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
-                        DUPLICATE_KEY)
-        _wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
-    except (AttributeError, TypeError):  # built from an older `_wire.c` (an editable install
-        _STALE = True  # not rebuilt since): the reference walk, never a half-configured one
         return None
     views, loads, pure = _wire.views, _wire.loads, decoding.pure_decode_json
 
@@ -265,7 +284,6 @@ def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
     return compiled_span_views, compiled_decode_json
 
 
-_STALE = False  # an extension was found but is older than this source
 _COMPILED = _compiled()
 COMPILED_WALK, COMPILED_JSON = _COMPILED if _COMPILED is not None else (None, None)
 # chosen once, at import: extraction calls `span_views` and `decoding.decode_json`

@@ -42,7 +42,7 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 
-from tooltrail.collector.extract.otlp import extension
+from tooltrail.collector.extract.otlp import configured
 
 MAX_DEPTH = 64  # message nesting handled here; json_format refuses past 100
 WELL_KNOWN = "google.protobuf."
@@ -273,14 +273,10 @@ def pure_run(convert: Convert, value: Any, depth: int) -> Any:
 def _compiled_run() -> Callable[[Convert, Any, int], Any] | None:
     """The same converters interpreted in C (`_wire.convert`: `_Message`, `_Repeated`,
     `_Enum`, `_integer`, `_bool` and hex `_hex_id`s done there, any other converter called),
-    when the extension is there (`otlp.extension`) and was built from this source."""
-    wire = extension()
+    when the extension is there and was built from this source (`otlp.configured`)."""
+    wire = configured(lambda w: w.configure_otlpjson(
+        _Message, _Repeated, _Enum, Defer, MAX_DEPTH, _integer, _hex_id, _bool))
     if wire is None:
-        return None
-    try:
-        wire.configure_otlpjson(_Message, _Repeated, _Enum, Defer, MAX_DEPTH, _integer, _hex_id,
-                                _bool)
-    except (AttributeError, TypeError):  # built from an older `_wire.c`
         return None
     run: Callable[[Convert, Any, int], Any] = wire.convert
     return run

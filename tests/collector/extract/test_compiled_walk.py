@@ -63,6 +63,9 @@ def test_an_extension_older_than_its_source_is_not_used(monkeypatch: pytest.Monk
     monkeypatch.delenv("TOOLTRAIL_PURE_PYTHON", raising=False)
     monkeypatch.setattr(otlp, "_STALE", False)
     assert otlp._compiled() is None and otlp._STALE
+    monkeypatch.setattr(otlp, "_STALE", False)
+    from tooltrail.collector.receivers import otlpjson
+    assert otlpjson._compiled_run() is None and otlp._STALE  # no configure_otlpjson either
     monkeypatch.setattr(otlp, "COMPILED_WALK", None)
     assert "older than its source" in otlp.walk_description()
 
