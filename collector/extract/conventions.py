@@ -340,26 +340,16 @@ def convention_keys(text: str) -> tuple[str, ...]:
     return tuple(c.conversation_key for c in user_conventions(text) if c.conversation_key)
 
 
-def convention_of(
-    span: SpanView, conventions: Sequence[Convention] | None = None
-) -> Convention | None:
-    """The first convention that claims the span as a tool execution, if any."""
-    for convention in CONVENTIONS if conventions is None else conventions:
-        if matches(convention.match, span):
-            return convention
-    return None
-
-
 _SCALARS = (str, int, float, bool)  # the values a match's `attributes` may equal
 
 
 class Claims:
-    """`convention_of` over `conventions`, for the spans of one request: each convention is
-    tried only on the spans that can hold one of its matches — an attribute with the value
+    """Which of `conventions` claims a span as a tool execution: the first that `matches`, in
+    the conventions' order (built once, for the spans of a request). Each convention is tried
+    only on the spans that can hold one of its matches — an attribute with the value
     its first `attributes` test wants, or the name its `span_name_is` wants — and those with
-    neither test always; the first that `matches`, in the conventions' order, claims the span.
-    Most spans are no tool span, and are ruled out by a few lookups instead of every test of
-    every entry."""
+    neither test always. Most spans are no tool span, and are ruled out by a few lookups
+    instead of every test of every entry."""
 
     def __init__(self, conventions: Sequence[Convention]) -> None:
         self.conventions = tuple(conventions)

@@ -21,7 +21,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tooltrail.collector.extract.conventions import convention_of, conventions_for, skipped
+from tooltrail.collector.extract.conventions import Claims, conventions_for, skipped
 from tooltrail.collector.extract.decoding import decode, unknown_arguments
 from tooltrail.collector.extract.fields import ADAPTERS, arguments_of
 from tooltrail.collector.extract.otlp import BadSpan, SpanView, iter_spans, span_view
@@ -285,12 +285,12 @@ def _entry(group: _Group, views: Sequence[SpanView], known: set[str], taken: set
     return "\n".join(lines)
 
 
-def _no_arguments(views: Sequence[SpanView], conventions: Any, calls: Sequence[ToolCall]) -> (
+def _no_arguments(views: Sequence[SpanView], claim: Claims, calls: Sequence[ToolCall]) -> (
         str | None):
     """One line when tool spans matched but none carries arguments, nor does any request."""
     names: dict[str, int] = {}
     for view in views:
-        convention = convention_of(view, conventions)
+        convention = claim(view)
         if convention is None or skipped(view) is not None:
             continue
         if arguments_of(view, convention) is not None:
@@ -312,14 +312,14 @@ def suggestion(
     """`groups` (per instrumentation scope: its tool-like spans no convention matched, their
     names and attributes), `entry` (a conventions file guessed from them, or None), and
     `no_arguments` (the line saying tool spans carry no arguments, or None)."""
-    conventions = conventions_for(conventions_text)
+    claim = Claims(conventions_for(conventions_text))
     views: list[SpanView] = []
     for span, resource, scope in iter_spans(request):
         try:
             views.append(span_view(span, resource, scope))
         except BadSpan:
             continue  # rejected, and reported as such, by extraction
-    claimed = {(v.trace_id, v.span_id) for v in views if convention_of(v, conventions)}
+    claimed = {(v.trace_id, v.span_id) for v in views if claim(v)}
     groups = _groups(views, claimed)
     known = set(key_names(tuple(conversation_keys)))
     taken: set[str] = set()
@@ -329,7 +329,7 @@ def suggestion(
                     "span_names": sorted({s.name for s in g.spans}),
                     "attributes": _attributes(g)} for g in groups],
         "entry": "conventions:\n" + "\n".join(entries) + "\n" if entries else None,
-        "no_arguments": _no_arguments(views, conventions, calls),
+        "no_arguments": _no_arguments(views, claim, calls),
     }
 
 
