@@ -15,13 +15,16 @@ from tooltrail.collector.metrics import Metrics
 from tooltrail.collector.store.db import WalCheckpointer, make_engine, wal_file_bytes
 
 MIB = 1024 * 1024
-# between two commits: the log's growth per checkpoint round is then the bound's concern, not
-# how fast this machine appends (unpaced, one round's growth alone came near the bound)
-PACE = 0.002
+# The soak is a count of commits, paced: what the log holds then depends on the checkpointer,
+# not on how fast the machine appends (timed and unpaced, one checkpoint round's growth alone
+# came near the bound, and a loaded machine wrote too little to show the growth)
+ROWS = 1024  # 64 MiB in all
+PACE = 0.002  # between two commits
+LIMIT = 60.0  # seconds at most
 
 
-def _soak(path: Path, restart_bytes: int, seconds: float = 2.5) -> tuple[int, Metrics]:
-    """Commit 64 KiB rows steadily while two readers keep overlapping snapshots open, with
+def _soak(path: Path, restart_bytes: int) -> tuple[int, Metrics]:
+    """Commit ROWS rows of 64 KiB steadily while two readers keep overlapping snapshots open, with
     the real checkpointer running; the largest WAL file seen, and the metrics."""
     url = f"sqlite:///{path}"
     writer = make_engine(url, background_checkpoint=True)
@@ -33,7 +36,9 @@ def _soak(path: Path, restart_bytes: int, seconds: float = 2.5) -> tuple[int, Me
 
     def write() -> None:
         nonlocal largest
-        while not stop.is_set():
+        for _ in range(ROWS):
+            if stop.is_set():
+                return
             with writer.begin() as conn:
                 conn.execute(text("INSERT INTO t (body) VALUES (:b)"), {"b": os.urandom(64 * 1024)})
             largest = max(largest, wal_file_bytes(str(path)))
@@ -51,11 +56,12 @@ def _soak(path: Path, restart_bytes: int, seconds: float = 2.5) -> tuple[int, Me
         checkpointer = WalCheckpointer(url, interval=0.05, restart_bytes=restart_bytes,
                                        metrics=metrics)
         async with checkpointer:
-            threads = [threading.Thread(target=write), threading.Thread(target=read, args=(0,)),
+            writing = threading.Thread(target=write)
+            threads = [writing, threading.Thread(target=read, args=(0,)),
                        threading.Thread(target=read, args=(0.006,))]
             for thread in threads:
                 thread.start()
-            await asyncio.sleep(seconds)
+            await asyncio.to_thread(writing.join, LIMIT)
             stop.set()
             for thread in threads:
                 await asyncio.to_thread(thread.join)
