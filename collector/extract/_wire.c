@@ -28,13 +28,13 @@ static PyObject *TOO_DEEP, *DUPLICATE_KEY, *empty_str;
  * instance is made by filling its slots (in __slots__ order, the fields' order) directly,
  * which is what calling the class does, without a Python-level call. `made` falls back to
  * the call when a class is not laid out so (`offsets` found at configure). */
-#define MAX_SLOTS 16
+#define MAX_SLOTS 24
 typedef struct {
     PyObject *type;
     Py_ssize_t n, offsets[MAX_SLOTS];
     int direct;
 } Maker;
-static Maker span_maker, event_maker;
+static Maker span_maker, event_maker, call_maker;
 
 static int slots_of(Maker *m, PyObject *type, Py_ssize_t n) {
     m->type = type;
@@ -621,6 +621,37 @@ fail:
 }
 
 
+/* `tool_call(*fields)`: a collector.model.ToolCall from all its field values, positional, in
+ * field order, made as `made` makes a SpanView (its slots filled directly; a frozen slotted
+ * dataclass's __init__ only stores its arguments, one object.__setattr__ call per field). The
+ * class and its field count are handed over by `configure_calls`. */
+static PyObject *tool_call(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (call_maker.type == NULL) {
+        PyErr_SetString(PyExc_TypeError, "tool_call: configure_calls was not called");
+        return NULL;
+    }
+    if (nargs != call_maker.n) {
+        PyErr_Format(PyExc_TypeError, "tool_call takes %zd positional arguments, got %zd",
+                     call_maker.n, nargs);
+        return NULL;
+    }
+    return made(&call_maker, args);
+}
+
+static PyObject *configure_calls(PyObject *self, PyObject *args) {
+    PyObject *type;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "On:configure_calls", &type, &n)) return NULL;
+    if (n < 1 || n > MAX_SLOTS) {
+        PyErr_Format(PyExc_TypeError, "configure_calls: %zd fields (1 to %d)", n, MAX_SLOTS);
+        return NULL;
+    }
+    Py_INCREF(type);
+    Py_XSETREF(call_maker.type, type);
+    slots_of(&call_maker, type, n);
+    Py_RETURN_NONE;
+}
+
 /* ---- JSON text, as collector.extract.decoding's decoder reads it ----
  * `loads(text, fallback)` is `_DECODER.decode(text)` with its hooks: the grammar of Python's
  * json module (strict: no control characters in strings; NaN, Infinity and -Infinity
@@ -1203,6 +1234,10 @@ static PyMethodDef methods[] = {
      "configure_otlpjson(_Message, _Repeated, _Enum, Defer, MAX_DEPTH, _integer, _hex_id, _bool)"},
     {"convert", (PyCFunction)(void (*)(void))convert, METH_FASTCALL,
      "convert(converter, value, depth) -> what converter(value, depth) gives"},
+    {"tool_call", (PyCFunction)(void (*)(void))tool_call, METH_FASTCALL,
+     "tool_call(*fields) -> ToolCall, its fields positional in field order"},
+    {"configure_calls", configure_calls, METH_VARARGS,
+     "configure_calls(ToolCall, number of fields)"},
     {"views", views, METH_O,
      "views(serialised ExportTraceServiceRequest) -> [(SpanView, raw name) | (None, RejectedSpan)]"},
     {NULL, NULL, 0, NULL},

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tooltrail.collector.extract import otlp
 from tooltrail.collector.extract.approvals import PENDING, REJECTED, approval_status, waiting_span
 from tooltrail.collector.extract.conventions import Convention, beside, builtin
 from tooltrail.collector.extract.decoding import (
@@ -297,19 +298,8 @@ def build_call(span: SpanView, convention: Convention, parent: SpanView | None =
         approval = PENDING
     if approval == REJECTED:
         error = f"rejected: {error}" if error else "rejected"
-    return ToolCall(
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id,
-        name=name,
-        call_id=call_id,
-        arguments=arguments,
-        arguments_raw=arguments_raw,
-        result=result,
-        error=error,
-        status=approval or ("error" if error is not None else "ok"),
-        start_ns=span.start_ns,
-        end_ns=span.end_ns,
-        convention=convention.name,
-        attributes=beside(span.attributes),
-    )
+    # every field, positional, in ToolCall's order (`otlp.tool_call`)
+    return otlp.tool_call(
+        span.trace_id, span.span_id, span.parent_span_id, name, call_id, arguments,
+        arguments_raw, result, error, approval or ("error" if error is not None else "ok"),
+        span.start_ns, span.end_ns, convention.name, beside(span.attributes), None, True, "otel")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -22,7 +22,7 @@ from tooltrail.collector.extract.decoding import (
     non_finite,
     note,
 )
-from tooltrail.collector.model import RejectedSpan, storable_text
+from tooltrail.collector.model import RejectedSpan, ToolCall, storable_text
 
 MAX_DEPTH = 32  # nested arrays / kvlists deeper than this are cut, not recursed into
 # The store keeps times in signed 64-bit columns (nanoseconds up to the year 2262): a span
@@ -258,12 +258,24 @@ def _configure_walk(wire: Any) -> None:
     wire.configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP,
                    DUPLICATE_KEY)
     wire.configure_json(NON_FINITE, BIG_INT, DUPLICATE_KEY, note, json.JSONDecodeError)
+    wire.configure_calls(ToolCall, len(TOOL_CALL_FIELDS))
 
 
-def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
-    """The same walk over the request's wire format in C (`_wire.c`), and the same JSON
-    decoding of attribute values (`decoding.pure_decode_json`), when it was built and
-    `TOOLTRAIL_PURE_PYTHON` is not `1`."""
+# (every field of a ToolCall, positional, in field order) -> the ToolCall
+MakeCall = Callable[..., ToolCall]
+# the order the positional calls of `tool_call` (fields.build_call, requests.request_rows) give
+TOOL_CALL_FIELDS = ("trace_id", "span_id", "parent_span_id", "name", "call_id", "arguments",
+                    "arguments_raw", "result", "error", "status", "start_ns", "end_ns",
+                    "convention", "attributes", "step", "executed", "source")
+if tuple(f.name for f in fields(ToolCall)) != TOOL_CALL_FIELDS:
+    raise RuntimeError("ToolCall's fields changed: update TOOL_CALL_FIELDS and the calls of "
+                       "otlp.tool_call")
+
+
+def _compiled() -> tuple[SpanViews, Callable[[str], Any], MakeCall] | None:
+    """The same walk over the request's wire format in C (`_wire.c`), the same JSON
+    decoding of attribute values (`decoding.pure_decode_json`), and the same ToolCall made
+    from its fields (`ToolCall`), when it was built and `TOOLTRAIL_PURE_PYTHON` is not `1`."""
     _wire = configured(_configure_walk)
     if _wire is None:
         return None
@@ -281,16 +293,20 @@ def _compiled() -> tuple[SpanViews, Callable[[str], Any]] | None:
         except ValueError:  # not the wire format it walks (cannot happen after a parse)
             return pure_span_views(request)
 
-    return compiled_span_views, compiled_decode_json
+    return compiled_span_views, compiled_decode_json, _wire.tool_call
 
 
 _COMPILED = _compiled()
-COMPILED_WALK, COMPILED_JSON = _COMPILED if _COMPILED is not None else (None, None)
-# chosen once, at import: extraction calls `span_views` and `decoding.decode_json`
-# (`walk_description()` says which run); tests switch both together
+COMPILED_WALK, COMPILED_JSON, COMPILED_CALL = (
+    _COMPILED if _COMPILED is not None else (None, None, None))
+# chosen once, at import: extraction calls `span_views`, `decoding.decode_json` and
+# `tool_call` (`walk_description()` says which run); tests switch the three together
 span_views: SpanViews = COMPILED_WALK or pure_span_views
 if COMPILED_JSON is not None:
     decoding.decode_json = COMPILED_JSON
+# a ToolCall from all its fields, positional: the dataclass itself (the reference), or the
+# compiled walk's maker, which fills its slots as calling it does
+tool_call: MakeCall = COMPILED_CALL or ToolCall
 
 
 def walk_description() -> str:

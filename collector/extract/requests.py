@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from tooltrail.collector.extract import otlp
 from tooltrail.collector.extract.decoding import as_arguments, clean_id, decode
 from tooltrail.collector.extract.events import CHOICE, message_parts
 from tooltrail.collector.extract.otlp import SpanView
@@ -265,25 +266,12 @@ def request_rows(span: SpanView, source: str, calls: Iterable[Requested]) -> lis
         # the order of the chunks (start time; the span id's low bits keep equal times apart)
         llm_span, first = span.parent_span_id, span.start_ns * 65536 + int(span.span_id[-4:], 16)
     rows = []
+    name = span.name
     for j, call in enumerate(calls, start=first):
         arguments, raw = as_arguments(call.arguments)
-        rows.append(
-            ToolCall(
-                trace_id=span.trace_id,
-                span_id=f"{llm_span}#{j}",
-                parent_span_id=llm_span,
-                name=call.name,
-                call_id=call.call_id,
-                arguments=arguments,
-                arguments_raw=raw,
-                result=None,
-                error=None,
-                status="requested",
-                start_ns=span.start_ns,
-                end_ns=span.end_ns,
-                convention=f"{source}.request",
-                attributes={"llm.span.name": span.name},
-                executed=False,
-            )
-        )
+        # every field, positional, in ToolCall's order (`otlp.tool_call`); not executed
+        rows.append(otlp.tool_call(
+            span.trace_id, f"{llm_span}#{j}", llm_span, call.name, call.call_id, arguments, raw,
+            None, None, "requested", span.start_ns, span.end_ns, f"{source}.request",
+            {"llm.span.name": name}, None, False, "otel"))
     return rows

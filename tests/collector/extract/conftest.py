@@ -8,12 +8,14 @@ from collections.abc import Iterator
 import pytest
 
 from tooltrail.collector.extract import decoding, otlp
+from tooltrail.collector.model import ToolCall
 
-# each walk: (the span walk, the JSON decoding of attribute values), switched together
-WALKS: dict[str, tuple[object, object]] = {
-    "pure": (otlp.pure_span_views, decoding.pure_decode_json)}
+# each walk: (the span walk, the JSON decoding of attribute values, the ToolCall maker),
+# switched together
+WALKS: dict[str, tuple[object, object, object]] = {
+    "pure": (otlp.pure_span_views, decoding.pure_decode_json, ToolCall)}
 if otlp.COMPILED_WALK is not None:
-    WALKS["compiled"] = (otlp.COMPILED_WALK, otlp.COMPILED_JSON)
+    WALKS["compiled"] = (otlp.COMPILED_WALK, otlp.COMPILED_JSON, otlp.COMPILED_CALL)
 
 
 @pytest.fixture(autouse=True, params=sorted(WALKS))
@@ -26,7 +28,8 @@ def walk(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     if in_server and request.param != sorted(WALKS)[0]:
         # a server subprocess walks as its environment says; its state is shared per module
         pytest.skip("the server process chooses its walk itself")
-    views, decode_json = WALKS[request.param]
+    views, decode_json, tool_call = WALKS[request.param]
     monkeypatch.setattr(otlp, "span_views", views)
     monkeypatch.setattr(decoding, "decode_json", decode_json)
+    monkeypatch.setattr(otlp, "tool_call", tool_call)
     yield request.param

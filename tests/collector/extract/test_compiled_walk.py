@@ -10,6 +10,7 @@ fields, repeated singular fields, merged messages, other wire types), and mutate
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -34,6 +35,7 @@ from tooltrail.collector.errors import InvalidPayload
 from tooltrail.collector.extract import ExtractOptions, decoding, extract, otlp
 from tooltrail.collector.extract.decoding import noting
 from tooltrail.collector.ingest import Pipeline, run_pipeline
+from tooltrail.collector.model import ToolCall
 from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
 from tooltrail.collector.store.rows import prepare
 
@@ -48,6 +50,21 @@ def test_ci_runs_the_compiled_walk() -> None:
     assert otlp.COMPILED_WALK is not None, otlp.walk_description()
     assert otlp.span_views is otlp.COMPILED_WALK
     assert decoding.decode_json is otlp.COMPILED_JSON
+    assert otlp.tool_call is otlp.COMPILED_CALL
+
+
+def test_the_compiled_call_is_the_dataclass_s() -> None:
+    """`otlp.tool_call` makes what calling ToolCall with the same fields makes: the same type,
+    equal, every field the same object, hashed alike, and still frozen."""
+    values = [f"v{i}" for i in range(len(otlp.TOOL_CALL_FIELDS))]
+    made = otlp.COMPILED_CALL(*values)  # type: ignore[misc]
+    called = ToolCall(*values)
+    assert type(made) is ToolCall and made == called and hash(made) == hash(called)
+    assert all(getattr(made, f) is v for f, v in zip(otlp.TOOL_CALL_FIELDS, values, strict=True))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.name = "other"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        otlp.COMPILED_CALL(*values[:-1])  # type: ignore[misc]
 
 
 def test_an_extension_older_than_its_source_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,13 +103,15 @@ def _both(monkeypatch: pytest.MonkeyPatch, request: ExportTraceServiceRequest,
           options: ExtractOptions, raw: bytes | None = None) -> tuple[str, str, str]:
     """(pure, compiled over the request serialised, compiled over `raw`) outcomes; without
     `raw`, the last is the second again."""
-    walks: dict[str, tuple[Callable[..., Any], Callable[[str], Any]]] = {
-        "pure": (otlp.pure_span_views, decoding.pure_decode_json),
-        "compiled": (otlp.COMPILED_WALK, otlp.COMPILED_JSON)}  # type: ignore[dict-item]
+    walks: dict[str, tuple[Callable[..., Any], Callable[[str], Any], Callable[..., Any]]] = {
+        "pure": (otlp.pure_span_views, decoding.pure_decode_json, ToolCall),
+        "compiled": (otlp.COMPILED_WALK, otlp.COMPILED_JSON,  # type: ignore[dict-item]
+                     otlp.COMPILED_CALL)}
     out = []
     for name, body in (("pure", None), ("compiled", None), ("compiled", raw)):
         monkeypatch.setattr(otlp, "span_views", walks[name][0])
         monkeypatch.setattr(decoding, "decode_json", walks[name][1])
+        monkeypatch.setattr(otlp, "tool_call", walks[name][2])
         out.append(_outcome(request, options, body))
     return out[0], out[1], out[2]
 
