@@ -20,7 +20,7 @@ from tooltrail.collector.extract.decoding import noting
 from tooltrail.collector.extract.dedup import collapse
 from tooltrail.collector.extract.fields import NotExtractable, build_call
 from tooltrail.collector.extract.otlp import SpanView
-from tooltrail.collector.extract.requests import is_llm_span, request_rows, requested_calls
+from tooltrail.collector.extract.requests import is_llm_span, llm_requested_calls, request_rows
 from tooltrail.collector.extract.traces import (
     KeyFinder,
     TraceAccumulator,
@@ -186,7 +186,7 @@ class _Pass:
         if not is_llm_span(span):
             return False
         note.kind = "llm"
-        source, calls = requested_calls(span)
+        source, calls = llm_requested_calls(span)
         kept = [c for c in calls if self.options.keep_plumbing or not is_plumbing(c.name)]
         if not kept:
             note.why_not = "model response without tool calls" if not calls else (

@@ -491,6 +491,11 @@ def _openai_agents_refused(span: SpanView) -> list[_Found]:
     return found
 
 
+# the scopes a test of `interrupt_calls` names (every one but the last tests the scope)
+_INTERRUPT_SCOPES = frozenset({PYDANTIC_AI_SCOPE, STRANDS_SCOPE, AGENT_FRAMEWORK_SCOPE,
+                               AI_SDK_SCOPE, AI_SDK_LEGACY_SCOPE, MASTRA_SCOPE})
+
+
 def interrupt_calls(span: SpanView) -> list[ToolCall]:
     """The calls a span shows waiting for the user (`pending`) or refused (`rejected`) where
     no tool span of theirs exists: a LangChain `HumanInTheLoopMiddleware` node span (the run
@@ -503,7 +508,13 @@ def interrupt_calls(span: SpanView) -> list[ToolCall]:
     the module docstring names (AI SDK 7 legacy: with the executions its tool answers show);
     [] for any other span. Rows `{span}#{j}` (one span, several calls)."""
     results: list[Any] = []  # the results of executions read from a run's messages
-    if span.name == LANGCHAIN_HITL_NODE:
+    if span.scope not in _INTERRUPT_SCOPES and span.name != LANGCHAIN_HITL_NODE:
+        # the one test below that holds whatever the scope: most spans end here
+        found = _openai_agents_refused(span)
+        if not found:
+            return []
+        convention = "genai" if "gen_ai.input.messages" in span.attributes else "openinference"
+    elif span.name == LANGCHAIN_HITL_NODE:
         found, convention = _langchain_hitl(span), "openinference"
     elif span.scope == PYDANTIC_AI_SCOPE and "final_result" in span.attributes:
         found, convention = _pydantic_ai_deferred(span), "genai"

@@ -365,18 +365,25 @@ class Claims:
                     by_name.setdefault(m.name_is, []).append(i)
                 else:
                     always.append(i)
-        self.by_value = tuple((key, {v: tuple(ix) for v, ix in values.items()})
-                              for key, values in by_value.items())
+        self.by_value = {key: {v: tuple(ix) for v, ix in values.items()}
+                         for key, values in by_value.items()}
+        self.keys = frozenset(by_value)
         self.by_name = {name: tuple(ix) for name, ix in by_name.items()}
         self.always = tuple(always)
+        # conventions whose one test is the equality `by_value` finds them by: a span found
+        # so holds it (a dict lookup compares as `matches` does, with ==)
+        self.sure = frozenset(
+            i for i, c in enumerate(self.conventions)
+            if len(c.match) == 1 and len(c.match[0].equals) == 1
+            and c.match[0] == Match(equals=c.match[0].equals))
 
     def __call__(self, span: SpanView) -> Convention | None:
         attributes = span.attributes
         candidates: list[int] = list(self.always)
-        for key, values in self.by_value:
-            value = attributes.get(key)
+        for key in attributes.keys() & self.keys:  # the few keys a span has of them
+            value = attributes[key]
             if value is not None and isinstance(value, _SCALARS):  # others equal no scalar
-                found = values.get(value)
+                found = self.by_value[key].get(value)
                 if found is not None:
                     candidates.extend(found)
         found = self.by_name.get(span.name)
@@ -385,6 +392,8 @@ class Claims:
         if not candidates:
             return None
         conventions = self.conventions
+        if len(candidates) == 1 and candidates[0] in self.sure:
+            return conventions[candidates[0]]
         for i in sorted(set(candidates)) if len(candidates) > 1 else candidates:
             if matches(conventions[i].match, span):
                 return conventions[i]

@@ -34,9 +34,9 @@ COMPLETION = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass's __init__ costs a call per field
 class Requested:
-    """One tool call as the model asked for it."""
+    """One tool call as the model asked for it (read-only by contract)."""
 
     name: str
     call_id: str | None
@@ -245,8 +245,11 @@ SOURCES: tuple[tuple[str, Callable[[SpanView], list[Requested]]], ...] = (
 
 def requested_calls(span: SpanView) -> tuple[str, list[Requested]]:
     """(source, calls) of an LLM span; ("", []) when it requested nothing."""
-    if not is_llm_span(span):
-        return "", []
+    return llm_requested_calls(span) if is_llm_span(span) else ("", [])
+
+
+def llm_requested_calls(span: SpanView) -> tuple[str, list[Requested]]:
+    """`requested_calls` of a span `is_llm_span` holds for (not tested again)."""
     for source, read in SOURCES:
         calls = read(span)
         if calls:

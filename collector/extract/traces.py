@@ -68,13 +68,16 @@ class KeyFinder:
 
     def __init__(self, extra_keys: Sequence[str]) -> None:
         self.names = key_names(tuple(extra_keys))
+        self.any_name = frozenset(self.names)  # a span with none of them has its resource's
         # id(resource) → (resource, its key): the resource is held so that its id stays its own
         self._resources: dict[int, tuple[dict[str, Any], tuple[str, str] | None]] = {}
 
     def __call__(self, span: SpanView) -> tuple[str, str] | None:
-        found = _key_in(span.attributes, self.names, "")
-        if found is not None:
-            return found
+        attributes = span.attributes
+        if not self.any_name.isdisjoint(attributes):
+            found = _key_in(attributes, self.names, "")
+            if found is not None:
+                return found
         resource = span.resource
         known = self._resources.get(id(resource))
         if known is None:
