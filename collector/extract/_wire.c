@@ -1222,6 +1222,351 @@ static PyObject *configure_otlpjson(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- OTLP/JSON straight to the wire format: the same converters, the same refusals ----
+ * `encode(converter, value, depth)` gives the bytes `request_class(**convert(...))` serialises
+ * to, without building the message: each `_Message` also carries `wire` (field name ->
+ * (number, descriptor type, mode bits)), and every field is read exactly as `convert_message`
+ * and `convert_repeated` read it, then written as upb writes it: fields in number order,
+ * implicit-presence scalars left out when zero (a double when its bits are zero), numeric
+ * repeated fields packed, a message written whenever set. What the constructor would refuse
+ * (an integer out of its field's range, a string that is not valid UTF-8) raises `Defer`. */
+#define WIRE_REPEATED 1
+#define WIRE_PACKED 2
+#define WIRE_PRESENCE 4
+static PyObject *str_wire;
+
+typedef struct { uint8_t *data; Py_ssize_t len, cap; } Buf;
+
+static int buf_room(Buf *b, Py_ssize_t more) {
+    if (b->len + more <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 64;
+    while (cap < b->len + more) cap *= 2;
+    uint8_t *d = PyMem_Realloc(b->data, cap);
+    if (d == NULL) { PyErr_NoMemory(); return -1; }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+static int put_raw(Buf *b, const void *p, Py_ssize_t n) {
+    if (buf_room(b, n) < 0) return -1;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+static int put_varint(Buf *b, uint64_t v) {
+    if (buf_room(b, 10) < 0) return -1;
+    while (v >= 0x80) { b->data[b->len++] = (uint8_t)(v | 0x80); v >>= 7; }
+    b->data[b->len++] = (uint8_t)v;
+    return 0;
+}
+
+static int put_tag(Buf *b, uint32_t number, int wire_type) {
+    return put_varint(b, ((uint64_t)number << 3) | (uint64_t)wire_type);
+}
+
+static int put_len(Buf *b, uint32_t number, const void *p, Py_ssize_t n) {
+    if (put_tag(b, number, 2) < 0 || put_varint(b, (uint64_t)n) < 0) return -1;
+    return put_raw(b, p, n);
+}
+
+static int encode_message(PyObject *conv, PyObject *value, long depth, Buf *out);
+
+/* A descriptor type's wire type; -1 for types this path never writes (float, group). */
+static int wire_type(int type) {
+    switch (type) {
+    case 1: case 6: case 16: return 1;  /* double, fixed64, sfixed64 */
+    case 7: case 15: return 5;  /* fixed32, sfixed32 */
+    case 3: case 4: case 5: case 8: case 13: case 14: case 17: case 18: return 0;
+    case 9: case 11: case 12: return 2;
+    default: return -1;
+    }
+}
+
+/* The scalar `v` (what the field's converter gave) of descriptor type `type`: its payload
+ * (no tag) appended to `b`, or nothing when it is zero and `skip_zero`; 1 when written. */
+static int put_scalar(Buf *b, PyObject *v, int type, int skip_zero) {
+    switch (type) {
+    case 1: {  /* double */
+        if (!PyFloat_CheckExact(v)) goto defer;
+        double d = PyFloat_AS_DOUBLE(v);
+        uint64_t bits;
+        memcpy(&bits, &d, 8);
+        if (skip_zero && bits == 0) return 0;
+        uint8_t le[8];
+        for (int i = 0; i < 8; i++) le[i] = (uint8_t)(bits >> (8 * i));
+        return put_raw(b, le, 8) < 0 ? -1 : 1;
+    }
+    case 8:  /* bool */
+        if (!PyBool_Check(v)) goto defer;
+        if (skip_zero && v == Py_False) return 0;
+        return put_varint(b, v == Py_True) < 0 ? -1 : 1;
+    case 4: case 6: {  /* uint64, fixed64 */
+        if (!PyLong_Check(v)) goto defer;
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); goto defer; }
+        if (skip_zero && u == 0) return 0;
+        if (type == 4) return put_varint(b, u) < 0 ? -1 : 1;
+        uint8_t le[8];
+        for (int i = 0; i < 8; i++) le[i] = (uint8_t)(u >> (8 * i));
+        return put_raw(b, le, 8) < 0 ? -1 : 1;
+    }
+    case 3: case 5: case 13: case 14: case 15: case 16: case 17: case 18: case 7: {
+        if (!PyLong_Check(v)) goto defer;
+        int overflow = 0;
+        long long s = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (s == -1 && PyErr_Occurred()) return -1;
+        if (overflow) goto defer;
+        int is32 = type == 5 || type == 14 || type == 15 || type == 17;
+        if (is32 && (s < INT32_MIN || s > INT32_MAX)) goto defer;
+        if ((type == 13 || type == 7) && (s < 0 || s > (long long)UINT32_MAX)) goto defer;
+        if (skip_zero && s == 0) return 0;
+        if (type == 7 || type == 15) {  /* fixed32, sfixed32 */
+            uint32_t u = (uint32_t)s;
+            uint8_t le[4] = {(uint8_t)u, (uint8_t)(u >> 8), (uint8_t)(u >> 16), (uint8_t)(u >> 24)};
+            return put_raw(b, le, 4) < 0 ? -1 : 1;
+        }
+        if (type == 16) {  /* sfixed64 */
+            uint64_t u = (uint64_t)s;
+            uint8_t le[8];
+            for (int i = 0; i < 8; i++) le[i] = (uint8_t)(u >> (8 * i));
+            return put_raw(b, le, 8) < 0 ? -1 : 1;
+        }
+        uint64_t u;
+        if (type == 17) u = (uint32_t)(((uint32_t)s << 1) ^ (uint32_t)((int32_t)s >> 31));
+        else if (type == 18) u = ((uint64_t)s << 1) ^ (uint64_t)(s >> 63);
+        else u = (uint64_t)s;  /* int32 and enums sign-extended to ten bytes, as upb does */
+        return put_varint(b, u) < 0 ? -1 : 1;
+    }
+    case 9: {  /* string */
+        if (!PyUnicode_Check(v)) goto defer;
+        Py_ssize_t n;
+        const char *d = PyUnicode_AsUTF8AndSize(v, &n);
+        if (d == NULL) { PyErr_Clear(); goto defer; }  /* a lone surrogate */
+        if (skip_zero && n == 0) return 0;
+        if (put_varint(b, (uint64_t)n) < 0 || put_raw(b, d, n) < 0) return -1;
+        return 1;
+    }
+    case 12: {  /* bytes */
+        if (!PyBytes_CheckExact(v)) goto defer;
+        Py_ssize_t n = PyBytes_GET_SIZE(v);
+        if (skip_zero && n == 0) return 0;
+        if (put_varint(b, (uint64_t)n) < 0 || put_raw(b, PyBytes_AS_STRING(v), n) < 0) return -1;
+        return 1;
+    }
+    default:
+        goto defer;
+    }
+defer:
+    PyErr_SetNone(Defer);
+    return -1;
+}
+
+/* What a scalar field's converter gives for `value` (new reference), as `convert_any`. */
+static PyObject *scalar_of(PyObject *conv, PyObject *value, long depth) {
+    if (conv == Py_None) {
+        if (!PyUnicode_CheckExact(value)) return deferred();
+        return Py_NewRef(value);
+    }
+    return convert_any(conv, value, depth);
+}
+
+/* One value of a field (number, descriptor type) by its converter, tag included; `presence`:
+ * written even when zero. */
+static int encode_one(Buf *b, PyObject *conv, PyObject *value, long depth, uint32_t number,
+                      int type, int presence) {
+    if (type == 11) {
+        if (conv == Py_None || (PyObject *)Py_TYPE(conv) != MessageType) {
+            PyObject *r = scalar_of(conv, value, depth);  /* `_defer`: raises */
+            Py_XDECREF(r);
+            if (r != NULL) PyErr_SetNone(Defer);
+            return -1;
+        }
+        /* written in place after a one-byte length, moved up if the length needs more */
+        if (put_tag(b, number, 2) < 0 || buf_room(b, 1) < 0) return -1;
+        Py_ssize_t at = b->len++;
+        if (encode_message(conv, value, depth, b) < 0) return -1;
+        uint64_t n = (uint64_t)(b->len - at - 1);
+        int k = 1;
+        while (n >> (7 * k)) k++;
+        if (k > 1) {
+            if (buf_room(b, k - 1) < 0) return -1;
+            memmove(b->data + at + k, b->data + at + 1, (size_t)n);
+            b->len += k - 1;
+        }
+        for (int i = 0; i < k; i++)
+            b->data[at + i] = (uint8_t)(((n >> (7 * i)) & 0x7f) | (i < k - 1 ? 0x80 : 0));
+        return 0;
+    }
+    int wt = wire_type(type);
+    if (wt < 0) { PyErr_SetNone(Defer); return -1; }
+    PyObject *v = scalar_of(conv, value, depth);
+    if (v == NULL) return -1;
+    Py_ssize_t before = b->len;
+    int written = put_tag(b, number, wt) < 0 ? -1 : put_scalar(b, v, type, !presence);
+    Py_DECREF(v);
+    if (written == 0) b->len = before;  /* a zero left out: its tag goes too */
+    return written < 0 ? -1 : 0;
+}
+
+/* A repeated field's list, as `convert_repeated` reads it. */
+static int encode_repeated(Buf *b, PyObject *conv, PyObject *value, long depth,
+                           uint32_t number, int type, int packed) {
+    if ((PyObject *)Py_TYPE(conv) != RepeatedType) {  /* a map: `_defer` raises */
+        PyObject *r = convert_any(conv, value, depth);
+        Py_XDECREF(r);
+        if (r != NULL) PyErr_SetNone(Defer);
+        return -1;
+    }
+    if (!PyList_CheckExact(value)) { PyErr_SetNone(Defer); return -1; }
+    PyObject *item = PyObject_GetAttr(conv, str_item);
+    if (item == NULL) return -1;
+    Buf payload = {0};
+    int ok = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+        PyObject *v = PyList_GET_ITEM(value, i);
+        if (v == Py_None) { PyErr_SetNone(Defer); ok = -1; break; }
+        Py_INCREF(v);
+        if (packed && type != 11 && type != 9 && type != 12) {
+            PyObject *s = scalar_of(item, v, depth);
+            ok = s == NULL ? -1 : put_scalar(&payload, s, type, 0) < 0 ? -1 : 0;
+            Py_XDECREF(s);
+        } else {
+            ok = encode_one(b, item, v, depth, number, type, 1);
+        }
+        Py_DECREF(v);
+        if (ok < 0) break;
+    }
+    if (ok == 0 && payload.len > 0) ok = put_len(b, number, payload.data, payload.len);
+    PyMem_Free(payload.data);
+    Py_DECREF(item);
+    return ok;
+}
+
+typedef struct { uint32_t number; Py_ssize_t start, len; } Written;
+
+static int encode_message(PyObject *conv, PyObject *value, long depth, Buf *out) {
+    if (!PyDict_CheckExact(value) || depth > json_max_depth) { PyErr_SetNone(Defer); return -1; }
+    PyObject *table = PyObject_GetAttr(conv, str_table), *wire = NULL;
+    if (table == NULL) return -1;
+    wire = PyObject_GetAttr(conv, str_wire);
+    if (wire == NULL) { Py_DECREF(table); return -1; }
+    if (!PyDict_CheckExact(table) || !PyDict_CheckExact(wire)) {
+        PyErr_SetString(PyExc_TypeError, "_Message.table and .wire must be dicts");
+        Py_DECREF(table); Py_DECREF(wire);
+        return -1;
+    }
+    Py_ssize_t size = PyDict_GET_SIZE(value), count = 0, n_oneofs = 0;
+    Written few_fields[16], *fields = few_fields;
+    PyObject *few_oneofs[16], **oneofs = few_oneofs;  /* borrowed */
+    Buf *body = out;  /* fields are written in place, then reordered if they came unordered */
+    Py_ssize_t begin = out->len;
+    int sorted = 1;
+    if (size > 16) {
+        fields = PyMem_Malloc(sizeof(Written) * size);
+        oneofs = PyMem_Malloc(sizeof(PyObject *) * size);
+        if (fields == NULL || oneofs == NULL) { PyErr_NoMemory(); goto fail; }
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *item;
+    while (PyDict_Next(value, &pos, &key, &item)) {
+        PyObject *entry = PyDict_GetItemWithError(table, key);
+        if (entry == NULL) {  /* unknown: skipped, unless json_format refuses it */
+            if (PyErr_Occurred()) goto fail;
+            if (!PyUnicode_Check(key)) goto defer;
+            if (!PyUnicode_IS_ASCII(key)
+                || (PyUnicode_GET_LENGTH(key) > 0 && PyUnicode_READ_CHAR(key, 0) == '['))
+                goto defer;
+            continue;
+        }
+        if (!PyTuple_CheckExact(entry) || PyTuple_GET_SIZE(entry) != 3) {
+            PyErr_SetString(PyExc_TypeError, "a _Message entry is (field, converter, oneof)");
+            goto fail;
+        }
+        PyObject *field = PyTuple_GET_ITEM(entry, 0), *c = PyTuple_GET_ITEM(entry, 1);
+        PyObject *oneof = PyTuple_GET_ITEM(entry, 2);
+        PyObject *spec = PyDict_GetItemWithError(wire, field);
+        if (spec == NULL || !PyTuple_CheckExact(spec) || PyTuple_GET_SIZE(spec) != 3) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "a _Message.wire entry is (number, type, mode)");
+            goto fail;
+        }
+        long number = PyLong_AsLong(PyTuple_GET_ITEM(spec, 0));
+        long type = PyLong_AsLong(PyTuple_GET_ITEM(spec, 1));
+        long mode = PyLong_AsLong(PyTuple_GET_ITEM(spec, 2));
+        if (PyErr_Occurred()) goto fail;
+        for (Py_ssize_t i = 0; i < count; i++)  /* given under both names */
+            if (fields[i].number == (uint32_t)number) goto defer;
+        if (item == Py_None) continue;
+        if (oneof != Py_None) {
+            for (Py_ssize_t i = 0; i < n_oneofs; i++) {
+                int same = PyObject_RichCompareBool(oneofs[i], oneof, Py_EQ);
+                if (same < 0) goto fail;
+                if (same) goto defer;
+            }
+            oneofs[n_oneofs++] = oneof;
+        }
+        Py_ssize_t start = body->len;
+        Py_INCREF(entry);  /* kept while Python code may run */
+        Py_INCREF(spec);
+        int bad = mode & WIRE_REPEATED
+            ? encode_repeated(body, c, item, depth + 1, (uint32_t)number, (int)type,
+                              (mode & WIRE_PACKED) != 0)
+            : encode_one(body, c, item, depth + 1, (uint32_t)number, (int)type,
+                         (mode & WIRE_PRESENCE) != 0);
+        Py_DECREF(spec);
+        Py_DECREF(entry);
+        if (bad < 0) goto fail;
+        if (count > 0 && fields[count - 1].number > (uint32_t)number) sorted = 0;
+        fields[count++] = (Written){(uint32_t)number, start, body->len - start};
+    }
+    if (!sorted) {
+        for (Py_ssize_t i = 1; i < count; i++) {  /* insertion sort: a message has few fields */
+            Written w = fields[i];
+            Py_ssize_t j = i;
+            while (j > 0 && fields[j - 1].number > w.number) { fields[j] = fields[j - 1]; j--; }
+            fields[j] = w;
+        }
+        Py_ssize_t n = out->len - begin;
+        uint8_t *copy = PyMem_Malloc(n ? n : 1);
+        if (copy == NULL) { PyErr_NoMemory(); goto fail; }
+        memcpy(copy, out->data + begin, n);
+        out->len = begin;
+        for (Py_ssize_t i = 0; i < count; i++)
+            put_raw(out, copy + (fields[i].start - begin), fields[i].len);  /* fits: no growth */
+        PyMem_Free(copy);
+    }
+    if (fields != few_fields) { PyMem_Free(fields); PyMem_Free(oneofs); }
+    Py_DECREF(table); Py_DECREF(wire);
+    return 0;
+defer:
+    PyErr_SetNone(Defer);
+fail:
+    if (fields != few_fields) { PyMem_Free(fields); PyMem_Free(oneofs); }
+    Py_DECREF(table); Py_DECREF(wire);
+    return -1;
+}
+
+static PyObject *encode(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyLong_Check(args[2]) || Defer == NULL) {
+        PyErr_SetString(PyExc_TypeError, "encode(converter, value, depth: int), configured");
+        return NULL;
+    }
+    long depth = PyLong_AsLong(args[2]);
+    if (depth == -1 && PyErr_Occurred()) return NULL;
+    if ((PyObject *)Py_TYPE(args[0]) != MessageType) {
+        PyErr_SetString(PyExc_TypeError, "encode takes a _Message converter");
+        return NULL;
+    }
+    if (str_wire == NULL && (str_wire = PyUnicode_InternFromString("wire")) == NULL) return NULL;
+    Buf out = {0};
+    if (encode_message(args[0], args[1], depth, &out) < 0) { PyMem_Free(out.data); return NULL; }
+    PyObject *r = PyBytes_FromStringAndSize((const char *)out.data, out.len);
+    PyMem_Free(out.data);
+    return r;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(SpanView, Event, RejectedSpan, clean_text, non_finite, note, TOO_DEEP, "
@@ -1238,6 +1583,8 @@ static PyMethodDef methods[] = {
      "tool_call(*fields) -> ToolCall, its fields positional in field order"},
     {"configure_calls", configure_calls, METH_VARARGS,
      "configure_calls(ToolCall, number of fields)"},
+    {"encode", (PyCFunction)(void (*)(void))encode, METH_FASTCALL,
+     "encode(converter, value, depth) -> the request converter(value, depth) builds, serialised"},
     {"views", views, METH_O,
      "views(serialised ExportTraceServiceRequest) -> [(SpanView, raw name) | (None, RejectedSpan)]"},
     {NULL, NULL, 0, NULL},

@@ -160,7 +160,25 @@ def decode_json_traces(body: bytes) -> tuple[ExportTraceServiceRequest, list[Rej
         return otlpjson.parse(_json_object(body, fast=True), ExportTraceServiceRequest,
                               SIGNALS["traces"].id_paths), []
     except otlpjson.Defer:
-        data = _ids_to_base64(_json_object(body), SIGNALS["traces"].id_paths)
+        return _json_format_traces(body)
+
+
+def decode_json_traces_serialised(body: bytes) -> tuple[ExportTraceServiceRequest,
+                                                        list[RejectedSpan], bytes | None]:
+    """`decode_json_traces`, and the request serialised when the fast path took the body
+    (`otlpjson.encoded`: the bytes written from the JSON, the request parsed from them), for
+    the compiled walk to read as it reads a protobuf body (`extract(..., raw)`)."""
+    try:
+        raw = otlpjson.encoded(_json_object(body, fast=True), ExportTraceServiceRequest,
+                               SIGNALS["traces"].id_paths)
+    except otlpjson.Defer:
+        return (*_json_format_traces(body), None)
+    return ExportTraceServiceRequest.FromString(raw), [], raw
+
+
+def _json_format_traces(body: bytes) -> tuple[ExportTraceServiceRequest, list[RejectedSpan]]:
+    """A body the fast path deferred, through json_format (spans at fault rejected alone)."""
+    data = _ids_to_base64(_json_object(body), SIGNALS["traces"].id_paths)
     try:
         return _from_dict(data, ExportTraceServiceRequest()), []
     except InvalidPayload as whole:

@@ -173,10 +173,12 @@ class _Message:
     """The converter of a message: its JSON object → its constructor's keyword arguments;
     `table` maps each JSON key to its Entry."""
 
-    __slots__ = ("table",)
+    __slots__ = ("table", "wire")
 
     def __init__(self) -> None:
         self.table: dict[str, Entry] = {}
+        # field name → (number, descriptor type, WIRE_* bits): what `_wire.encode` writes
+        self.wire: dict[str, tuple[int, int, int]] = {}
 
     def __call__(self, value: Any, depth: int) -> dict[str, Any]:
         if type(value) is not dict or depth > MAX_DEPTH:
@@ -211,6 +213,7 @@ class _Message:
         return out
 
 
+WIRE_REPEATED, WIRE_PACKED, WIRE_PRESENCE = 1, 2, 4  # `_Message.wire` mode bits (_wire.c)
 IdPaths = tuple[tuple[tuple[str, ...], tuple[str, ...]], ...]  # codec's Signal.id_paths
 Trail = tuple[str, ...] | None  # the JSON keys that led to a message, while on an id path
 
@@ -252,6 +255,9 @@ class _Converters:
         self.messages[name] = convert  # before the fields: messages may nest themselves
         for f in descriptor.fields:
             oneof = f.containing_oneof.name if f.containing_oneof is not None else None
+            convert.wire[f.name] = (f.number, f.type, (
+                (WIRE_REPEATED if f.is_repeated else 0) | (WIRE_PACKED if f.is_packed else 0)
+                | (WIRE_PRESENCE if f.has_presence else 0)))
             for key in dict.fromkeys((f.json_name, f.name)):
                 conv = self.field(f, key, trail)
                 convert.table[key] = (f.name, None if conv is _string else conv, oneof)
@@ -285,6 +291,40 @@ def _compiled_run() -> Callable[[Convert, Any, int], Any] | None:
 COMPILED_RUN = _compiled_run()
 # chosen once, at import (tests switch it): how `parse` applies a request's converter
 run = COMPILED_RUN or pure_run
+
+
+def pure_encode(convert: Convert, value: Any, request_class: Any) -> bytes:
+    """The reference: the request the converter's keyword arguments build, serialised."""
+    serialised: bytes = request_class(**run(convert, value, 1)).SerializeToString()
+    return serialised
+
+
+def _compiled_encode() -> Callable[[Convert, Any, Any], bytes] | None:
+    """The same bytes written in C from the JSON object (`_wire.encode`: every field read as
+    `_wire.convert` reads it, then written as upb serialises it), no message built."""
+    if COMPILED_RUN is None:
+        return None
+    from tooltrail.collector.extract import _wire  # type: ignore[attr-defined]
+
+    write: Callable[[Convert, Any, int], bytes] = _wire.encode
+    return lambda convert, value, _request_class: write(convert, value, 1)
+
+
+COMPILED_ENCODE = _compiled_encode()
+# chosen once, at import (tests switch it): how `encoded` writes a request
+encode = COMPILED_ENCODE or pure_encode
+
+
+def encoded(data: Any, request_class: Any, ids: IdPaths) -> bytes:
+    """`parse(data, request_class, ids)` serialised (what the compiled walk reads), without
+    building the message when the extension is there; raises Defer exactly where `parse`
+    does."""
+    try:
+        return encode(converter(request_class.DESCRIPTOR, ids), data, request_class)
+    except Defer:
+        raise
+    except Exception as exc:  # range, UTF-8, base64, overflow, recursion
+        raise Defer from exc
 
 
 def parse(data: Any, request_class: Any, ids: IdPaths) -> Any:

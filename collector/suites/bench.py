@@ -157,7 +157,7 @@ def suite(count: int = 20, selective: bool = False) -> dict[str, Any]:
 def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, float]:
     """CPU seconds per 1,000 conversations of each stage of `check`, in this process, on the
     first `conversations` of the benchmark's input: decoding (the receivers' codec, as
-    `inputs.decode_otlp` calls it), extraction, storing (the rest of `run.remember`: rows and
+    `inputs.decode_serialised` calls it), extraction, storing (the rest of `run.remember`: rows and
     the in-memory store), scoring (`run.collect`: trajectories read back, the matcher, the
     spool) and the table."""
     from tooltrail.collector import heap
@@ -166,7 +166,7 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
     from tooltrail.collector.memory_store import MemoryStore
     from tooltrail.collector.receivers.codec import JSON
     from tooltrail.collector.suites import run
-    from tooltrail.collector.suites.inputs import decode_otlp
+    from tooltrail.collector.suites.inputs import decode_serialised
     from tooltrail.collector.suites.report import render
     from tooltrail.collector.suites.suite import load_suite
 
@@ -177,10 +177,10 @@ def stages(directory: Path, suite_path: Path, conversations: int) -> dict[str, f
     clock = time.process_time
     with heap.few_full_collections():  # as `check` runs (`run.check_offline`)
         started = clock()
-        requests = [decode_otlp(line, JSON)[0] for line in lines]  # as `check` decodes
+        requests = [decode_serialised(line, JSON) for line in lines]  # as `check` decodes
         decoded = clock()
-        for request in requests:
-            extract_safely(request, options)
+        for request, _, raw in requests:
+            extract_safely(request, options, raw)
         extracted = clock()
         del requests
         store = MemoryStore()

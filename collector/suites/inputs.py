@@ -37,7 +37,12 @@ from tooltrail.collector.errors import InvalidPayload, PayloadTooLarge
 from tooltrail.collector.extract import ExtractOptions
 from tooltrail.collector.ingest import extract_safely, with_refused
 from tooltrail.collector.model import KEY_FROM_ROOT, KEY_FROM_TRACE, Batch, RejectedSpan
-from tooltrail.collector.receivers.codec import JSON, PROTOBUF, decode_body
+from tooltrail.collector.receivers.codec import (
+    JSON,
+    PROTOBUF,
+    decode_body,
+    decode_json_traces_serialised,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -45,6 +50,8 @@ if TYPE_CHECKING:
     )
 
     Decoded = tuple[ExportTraceServiceRequest, list[RejectedSpan]]
+    # and the request's wire bytes when the decoder holds them (`decode_serialised`)
+    Serialised = tuple[ExportTraceServiceRequest, list[RejectedSpan], bytes | None]
 
 FORMATS = ("otlp-protobuf", "otlp-json", "otlp-jsonl", "openai", "adk-events")
 MAX_INPUT_BYTES = 4 << 30  # decompressed size of one input file
@@ -186,19 +193,34 @@ def decode_otlp(data: bytes, media: str) -> Decoded:
         return decode_body(data, media, None, MAX_INPUT_BYTES)
 
 
-def extracted(decoded: Decoded, options: ExtractOptions) -> Batch:
+def decode_serialised(data: bytes, media: str) -> Serialised:
+    """`decode_otlp`, and the request's wire bytes when the decoder holds them: a protobuf
+    body that parsed whole (`ingest.run_pipeline` says the same), or the bytes the OTLP/JSON
+    fast path wrote (`codec.decode_json_traces_serialised`); extraction's compiled walk reads
+    them instead of serialising the request again."""
+    with heap.paused():  # the body's parsed JSON lives until its request is built
+        if media == JSON:
+            return decode_json_traces_serialised(data)
+        request, refused = decode_body(data, media, None, MAX_INPUT_BYTES)
+        return request, refused, data if not refused else None
+
+
+def extracted(decoded: Decoded | Serialised, options: ExtractOptions) -> Batch:
     """The Batch ingest makes of a decoded request."""
-    request, refused = decoded
-    return with_refused(extract_safely(request, options), refused)
+    request, refused = decoded[0], decoded[1]
+    raw = decoded[2] if len(decoded) > 2 else None
+    return with_refused(extract_safely(request, options, raw), refused)
 
 
-def otlp_line_requests(lines: Iterable[bytes]) -> Iterator[Decoded]:
-    """JSON Lines of OTLP/JSON requests, each decoded as a receiver would."""
+def otlp_line_requests(lines: Iterable[bytes],
+                       decode: Callable[[bytes, str], Any] = decode_otlp) -> Iterator[Decoded]:
+    """JSON Lines of OTLP/JSON requests, each decoded as a receiver would (`decode`:
+    `decode_serialised` gives each request's wire bytes too)."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            decoded = decode_otlp(line, JSON)
+            decoded = decode(line, JSON)
         except InvalidPayload as exc:
             raise InputError(f"line {number}: {exc}") from exc
         yield decoded
@@ -206,7 +228,7 @@ def otlp_line_requests(lines: Iterable[bytes]) -> Iterator[Decoded]:
 
 def otlp_lines(lines: Iterable[bytes], options: ExtractOptions) -> Iterator[Batch]:
     """JSON Lines of OTLP/JSON requests, each decoded and extracted as a receiver would."""
-    for decoded in otlp_line_requests(lines):
+    for decoded in otlp_line_requests(lines, decode_serialised):
         yield extracted(decoded, options)
 
 
@@ -321,8 +343,11 @@ def load(source: str, forced: str | None = None) -> tuple[str, bytes]:
 
 
 def read_otlp(data: bytes, _stem: str, options: ExtractOptions, fmt: str) -> Iterator[Batch]:
-    for decoded in OTLP_REQUESTS[fmt](data):
-        yield extracted(decoded, options)
+    if fmt == "otlp-jsonl":
+        yield from otlp_lines(io.BytesIO(data), options)
+        return
+    yield extracted(decode_serialised(data, PROTOBUF if fmt == "otlp-protobuf" else JSON),
+                    options)
 
 
 def read_openai(data: bytes, key: str, options: ExtractOptions) -> Iterator[Batch]:

@@ -11,6 +11,7 @@ import base64
 import json
 import os
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -363,3 +364,68 @@ def test_compiled_converters_give_what_python_gives(run: str) -> None:
 def test_compiled_converters_on_the_fuzz_corpus(body: bytes) -> None:
     assert (converted(body, "traces", otlpjson.COMPILED_RUN)
             == converted(body, "traces", otlpjson.pure_run))
+
+
+def written(body: bytes, signal: str, encode: Any) -> tuple[Any, ...]:
+    """The request the converters build from `body`, serialised by `encode`, or what refused
+    it (the class: `encoded` turns any refusal into Defer)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ("not JSON",)
+    kind = SIGNALS[signal]
+    with mock.patch.object(otlpjson, "encode", encode):
+        try:
+            return ("written", otlpjson.encoded(data, kind.request, kind.id_paths))
+        except otlpjson.Defer:
+            return ("refused",)
+
+
+@pytest.mark.skipif(otlpjson.COMPILED_ENCODE is None, reason="the extension is not built")
+def test_compiled_encoder_writes_what_the_message_serialises_to(run: str) -> None:
+    """`_wire.encode` gives the bytes of the message `parse` builds (upb's serialisation), or
+    defers where `parse` does, on captures and a seeded random corpus of every signal."""
+    if run != "compiled":
+        pytest.skip("compares both itself")
+    bodies = [("traces", p.read_bytes()) for p in capture_bodies()]
+    bodies += list(corpus(seed=20261205, count=3000))
+    answers: dict[str, int] = {}
+    for signal, body in bodies:
+        expected = written(body, signal, otlpjson.pure_encode)
+        assert written(body, signal, otlpjson.COMPILED_ENCODE) == expected, (signal, body[:400])
+        answers[expected[0]] = answers.get(expected[0], 0) + 1
+    assert answers.get("written", 0) > 1000 and answers.get("refused", 0) > 300, answers
+
+
+@pytest.mark.skipif(otlpjson.COMPILED_ENCODE is None, reason="the extension is not built")
+@settings(max_examples=150, deadline=None)
+@given(mutated_json())
+def test_compiled_encoder_on_the_fuzz_corpus(body: bytes) -> None:
+    assert (written(body, "traces", otlpjson.COMPILED_ENCODE)
+            == written(body, "traces", otlpjson.pure_encode))
+
+
+def test_serialised_decoding_gives_the_request_and_its_bytes() -> None:
+    """`decode_json_traces_serialised`: the request `decode_json_traces` gives, and its wire
+    bytes when the fast path took the body (None when json_format decoded it)."""
+    from tooltrail.collector.receivers.codec import (
+        decode_json_traces,
+        decode_json_traces_serialised,
+    )
+
+    bodies = [p.read_bytes() for p in capture_bodies()]
+    bodies += [b for s, b in corpus(seed=20261206, count=600) if s == "traces"]
+    taken = 0
+    for body in bodies:
+        try:
+            request, rejected = decode_json_traces(body)
+        except InvalidPayload as exc:
+            with pytest.raises(InvalidPayload, match=re.escape(str(exc))):
+                decode_json_traces_serialised(body)
+            continue
+        got, got_rejected, raw = decode_json_traces_serialised(body)
+        assert got == request and got_rejected == rejected
+        if raw is not None:
+            taken += 1
+            assert raw == request.SerializeToString()
+    assert taken > 100, taken
